@@ -1,0 +1,5 @@
+"""``python -m amkspec`` runs the command line."""
+
+from amkspec.cli import main
+
+main()

@@ -1,0 +1,58 @@
+"""The root command group and the shared error handling of the CLI."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from amkspec.ir import AmkspecError, MegakernelProgram, load
+
+EXIT_OK = 0
+EXIT_REJECTED = 1
+EXIT_UNUSABLE = 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="amkspec")
+def main() -> None:
+    """amkspec: load, validate, prove, run and certify AMK megakernel programs."""
+
+
+def fail(message: str, code: int = EXIT_UNUSABLE) -> NoReturn:
+    """Print one line on stderr and exit with ``code``."""
+    click.echo(f"amkspec: error: {message}", err=True)
+    sys.exit(code)
+
+
+def clean_errors(func: F) -> F:
+    """Turn amkspec's input errors (and unreadable files) into one line and exit 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except AmkspecError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"{getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}".lstrip(": "))
+
+    return wrapper  # type: ignore[return-value]
+
+
+def load_program(path: str) -> MegakernelProgram:
+    """Load a program, naming the file in the error message."""
+    try:
+        return load(path)
+    except AmkspecError as exc:
+        fail(f"{path}: {exc}")
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2))
