@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "amk"
+FIXTURES = ROOT / "tests" / "fixtures" / "amk"
 """Programs, weights and outputs written by the original AMK implementation."""
 
 settings.register_profile(

@@ -1,0 +1,45 @@
+"""Execution traces: sequences of task ``start``/``end`` events (DESIGN.md execution model).
+
+A trace is what a witness is made of, what the replay checker re-executes and
+what the ReferenceVM's replay policy follows. Its JSON form is
+``[{"event": "start", "task": 3}, {"event": "end", "task": 3}, ...]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import attrs
+
+EventKind = Literal["start", "end"]
+
+
+@attrs.frozen
+class Event:
+    """Task ``task`` starts (its waits hold) or ends (its out_counter is incremented)."""
+
+    kind: EventKind
+    task: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, "task": self.task}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        kind = data.get("event")
+        task = data.get("task")
+        if kind not in ("start", "end") or type(task) is not int:
+            raise ValueError(f"not a trace event: {data!r}")
+        return cls(kind, task)
+
+
+Trace = tuple[Event, ...]
+
+
+def trace_from_json(items: Iterable[dict[str, Any]]) -> Trace:
+    return tuple(Event.from_dict(item) for item in items)
+
+
+def trace_to_json(trace: Iterable[Event]) -> list[dict[str, Any]]:
+    return [e.to_dict() for e in trace]
