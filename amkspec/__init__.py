@@ -43,6 +43,16 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "DeadlockError", "FormatError", "MegakernelProgram", "RefusedProgram", "ReferenceVM",
-    "ValidationResult", "VersionError", "dump", "dumps", "load", "loads", "validate",
+    "DeadlockError",
+    "FormatError",
+    "MegakernelProgram",
+    "ReferenceVM",
+    "RefusedProgram",
+    "ValidationResult",
+    "VersionError",
+    "dump",
+    "dumps",
+    "load",
+    "loads",
+    "validate",
 ]

@@ -17,7 +17,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
@@ -39,7 +39,7 @@ from amkspec.ir.model import (
 from amkspec.ir.targets import GpuTarget
 
 T = TypeVar("T")
-PathPart = Union[str, int]
+PathPart = str | int
 
 RECORDS: tuple[type, ...] = (
     Wait, Buffer, Counter, Task, Page, PageAllocation, ScheduleConfig, GpuTarget, MegakernelProgram,
@@ -233,8 +233,8 @@ def _known(cls: type) -> tuple[str, ...]:
 
 def _record_hooks(conv: cattrs.Converter, cls: type) -> None:
     known = frozenset(_known(cls))
-    base_s = make_dict_structure_fn(cls, conv, extra=override(omit=True))
-    base_u = make_dict_unstructure_fn(cls, conv)
+    base_s: Callable[[Any, Any], Any] = make_dict_structure_fn(cls, conv, extra=override(omit=True))
+    base_u: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, conv)
 
     def structure(value: Any, _: Any) -> Any:
         if not isinstance(value, dict):
@@ -261,9 +261,10 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook(str, _s_str)
     conv.register_structure_hook(bool, _s_bool)
     conv.register_structure_hook(Any, _s_any)
-    for cls in (DType, MemSpace, BufferKind, InstructionKind):
-        conv.register_structure_hook(cls, _enum_hook(cls))
-        conv.register_unstructure_hook(cls, lambda e: e.name)
+    enums: tuple[type[enum.Enum], ...] = (DType, MemSpace, BufferKind, InstructionKind)
+    for enum_cls in enums:
+        conv.register_structure_hook(enum_cls, _enum_hook(enum_cls))
+        conv.register_unstructure_hook(enum_cls, lambda e: e.name)
     conv.register_structure_hook_factory(_is_list, lambda t: _list_hook(conv, t))
     conv.register_structure_hook_factory(_is_dict, lambda t: _dict_hook(conv, t))
     conv.register_unstructure_hook(tuple, list)
@@ -271,8 +272,8 @@ def make_converter() -> cattrs.Converter:
     conv.register_unstructure_hook_func(
         lambda t: t is dict or _is_dict(t), lambda d: _unstructure_map(conv, d)
     )
-    for cls in RECORDS:
-        _record_hooks(conv, cls)
+    for record in RECORDS:
+        _record_hooks(conv, record)
     return conv
 
 

@@ -9,6 +9,7 @@ fields a newer writer added in ``extra`` so that they survive a round trip.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -30,6 +31,10 @@ def _extra() -> Any:
     return attrs.field(factory=dict, repr=False, kw_only=True)
 
 
+def _to_shape(dims: Iterable[int]) -> tuple[int, ...]:
+    return tuple(dims)
+
+
 @attrs.define
 class Buffer:
     """A named tensor (spec §1.2). ``source`` is the state-dict key of a WEIGHT/CONST."""
@@ -38,7 +43,7 @@ class Buffer:
     name: str
     kind: BufferKind
     dtype: DType
-    shape: tuple[int, ...] = attrs.field(converter=tuple)
+    shape: tuple[int, ...] = attrs.field(converter=_to_shape)
     space: MemSpace = MemSpace.HBM
     source: str | None = None
     extra: Extra = _extra()

@@ -95,4 +95,6 @@ def diag(
 ) -> Diagnostic:
     """A finding for a registered code; severity and clause come from the registry."""
     info = CODES[code]
-    return Diagnostic(code, info.severity, info.clause, message, tuple(tasks), tuple(buffers), tuple(counters))
+    return Diagnostic(
+        code, info.severity, info.clause, message, tuple(tasks), tuple(buffers), tuple(counters)
+    )
