@@ -1,3 +1,151 @@
 """``amkspec info``, ``fmt`` and ``schema``: the IR-level commands (spec §1, §6)."""
 
 from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import click
+
+from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, main
+from amkspec.ir import AmkspecError, MegakernelProgram, VersionWarning, dumps, load
+from amkspec.ir.jsonio import read_bytes
+from amkspec.ir.schema import program_schema
+from amkspec.ir.summary import summarize
+
+
+def read_program(path: str) -> MegakernelProgram:
+    """Load a program (raising FormatError/VersionError); a newer-minor-version warning
+    becomes one ``warning:`` line on stderr instead of a Python warning."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", VersionWarning)
+        prog = load(path)
+    for w in caught:
+        if issubclass(w.category, VersionWarning):
+            click.echo(f"amkspec: warning: {path}: {w.message}", err=True)
+    return prog
+
+
+def load_quietly(path: str) -> MegakernelProgram:
+    """:func:`read_program`, exiting with one error line (exit 2) when the file is unusable."""
+    try:
+        return read_program(path)
+    except AmkspecError as exc:
+        fail(f"{path}: {exc}")
+
+
+def verdict(prog: MegakernelProgram) -> dict[str, Any] | None:
+    """``{"valid", "errors", "warnings", "first_errors"}`` from :func:`amkspec.validate`.
+
+    None when the validator is not importable (the ``amkspec.proofs`` part is missing).
+    """
+    try:
+        from amkspec.proofs import validate  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    result = validate(prog)
+    return {
+        "valid": bool(result.ok),
+        "errors": len(result.errors),
+        "warnings": len(result.warnings),
+        "first_errors": [str(e) for e in result.errors[:3]],
+    }
+
+
+def verdict_line(v: dict[str, Any] | None) -> str:
+    """``valid: yes (0 errors, 1 warning)``."""
+    if v is None:
+        return "valid: unknown (the validator is not installed)"
+    errors = f"{v['errors']} error{'s' if v['errors'] != 1 else ''}"
+    warns = f"{v['warnings']} warning{'s' if v['warnings'] != 1 else ''}"
+    return f"valid: {'yes' if v['valid'] else 'no'} ({errors}, {warns})"
+
+
+def _info_lines(path: str, s: dict[str, Any]) -> list[str]:
+    target = f"{s['target']} ({s['num_sms']} SMs)" if s["target"] else "none"
+    bound = f"{s['bandwidth_bound_us']} us" if s["bandwidth_bound_us"] is not None else "n/a"
+    ops = ", ".join(f"{name} {n}" for name, n in s["ops"].items()) or "none"
+    return [
+        f"program:       {path}",
+        f"versions:      ir {s['ir_version']}, abi {s['abi_version']}",
+        f"model:         {s['model'] or 'n/a'}",
+        f"target:        {target}",
+        f"tasks:         {s['tasks']}",
+        f"buffers:       {s['buffers']}",
+        f"counters:      {s['counters']}",
+        f"edges:         {s['edges']}",
+        f"acyclic:       {'yes' if s['acyclic'] else 'no'}",
+        f"weight bytes:  {s['weight_bytes']}",
+        f"scratch bytes: {s['scratch_bytes']}{' (paged)' if s['paged'] else ''}",
+        f"decode floor:  {bound}",
+        f"sm assigned:   {s['sm_assigned']} of {s['tasks']} tasks",
+        f"ops:           {ops}",
+    ]
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@clean_errors
+def info(file: str, as_json: bool) -> None:
+    """Summarise a program: sizes, edges, memory, target, opcodes and validity.
+
+    Exits 0 once the file loads (whatever the verdict), 2 if it cannot be loaded.
+    """
+    prog = load_quietly(file)
+    summary = summarize(prog)
+    v = verdict(prog)
+    if as_json:
+        echo_json({"file": file, **summary, "validation": v})
+        return
+    for line in _info_lines(file, summary):
+        click.echo(line)
+    click.echo(verdict_line(v))
+    for err in (v or {}).get("first_errors", []):
+        click.echo(f"  error: {err}")
+
+
+def canonical_text(prog: MegakernelProgram) -> str:
+    """What ``amkspec fmt`` writes: the canonical JSON plus one final newline (spec §6)."""
+    return dumps(prog) + "\n"
+
+
+def _read_text(path: str) -> str:
+    return read_bytes(path).decode("utf-8", errors="replace")
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option("--check", is_flag=True, help="Exit 1 if FILE is not canonical; write nothing.")
+@clean_errors
+def fmt(file: str, output: str | None, check: bool) -> None:
+    """Rewrite a program in canonical form (key order, indent 2, enums by name; spec §6).
+
+    Unknown fields are kept. With --check, a file is canonical when its text equals the
+    canonical text, with or without the final newline.
+    """
+    prog = load_quietly(file)
+    text = canonical_text(prog)
+    if check:
+        if _read_text(file) not in (text, text[:-1]):
+            fail(f"{file}: not in canonical form (run 'amkspec fmt {file} -o {file}')", EXIT_REJECTED)
+        return
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        Path(output).write_text(text, encoding="utf-8")
+
+
+@main.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@clean_errors
+def schema(output: str | None) -> None:
+    """Print the JSON Schema (Draft 2020-12) of the program format, generated from the model."""
+    text = json.dumps(program_schema(), indent=2) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        Path(output).write_text(text, encoding="utf-8")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, get_args, get_origin
@@ -105,11 +106,23 @@ def _nest(part: PathPart, exc: BaseException) -> _Bad:
     return _Bad([part, *parts], reason)
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def format_path(parts: list[PathPart]) -> str:
-    """``["tasks", 3, "waits"]`` → ``tasks[3].waits``; the empty path is ``(root)``."""
+    """``["tasks", 3, "waits"]`` → ``tasks[3].waits``; the empty path is ``(root)``.
+
+    A key that is not a plain name (an int-keyed map's ``"3"``, a key with spaces) is
+    written as a quoted subscript: ``pages.buffer_to_page["3"]``.
+    """
     text = ""
     for part in parts:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif _NAME.fullmatch(part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{json.dumps(part)}]"
     return text or "(root)"
 
 
@@ -146,7 +159,8 @@ def _s_any(value: Any, _: Any) -> Any:
 def _enum_hook(cls: type[enum.Enum]) -> Callable[[Any, Any], Any]:
     def hook(value: Any, _: Any) -> Any:
         if not isinstance(value, str):
-            raise _expected(f"a {cls.__name__} name", value)
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
+            raise _expected(f"{article} {cls.__name__} name", value)
         try:
             return cls[value]
         except KeyError:
@@ -156,11 +170,14 @@ def _enum_hook(cls: type[enum.Enum]) -> Callable[[Any, Any], Any]:
     return hook
 
 
+INT_KEY = re.compile(r"-?[0-9]+")
+"""An int-keyed map's key on disk: a plain decimal integer, as ``str(int)`` writes it."""
+
+
 def _int_key(key: str) -> int:
-    try:
-        return int(key)
-    except ValueError:
-        raise _Bad([key], "expected an integer key") from None
+    if not INT_KEY.fullmatch(key):
+        raise _Bad([key], "expected an integer key")
+    return int(key)
 
 
 def _is_list(t: Any) -> bool:
@@ -352,13 +369,14 @@ def dumps(prog: MegakernelProgram) -> str:
 def load(path: str | os.PathLike[str]) -> MegakernelProgram:
     """Read a program from a ``.json`` (or gzip-compressed ``.json.gz``) file."""
     try:
-        data = _read_bytes(path)
+        data = read_bytes(path)
     except OSError as exc:
         raise FormatError("(root)", f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
     return loads(data)
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """A file's bytes, gunzipped when they start with the gzip magic number."""
     with open(path, "rb") as fh:
         data = fh.read()
     if data[:2] == b"\x1f\x8b":

@@ -1,0 +1,293 @@
+"""``amkspec lower``, ``run``, ``decode`` and ``weights``: lowering and running models (OPS_FACTS §9-§11).
+
+``run --steps N`` on a program file: when the program is exactly what ``lower`` makes for a
+preset model at its recorded position (checked by re-lowering it), each further launch is
+re-lowered at the next position, fed the argmax of the previous logits, and given the previous
+KV caches. Any other program runs once (``--steps`` above 1 is refused): its positions are baked
+into its params, so feeding it a later position would be inconsistent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+import numpy as np
+
+import amkspec
+from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, main
+from amkspec.cli.demo import demo_step
+from amkspec.ir import IR_VERSION, TARGETS, BufferKind, DType, MegakernelProgram, ScheduleConfig
+
+if TYPE_CHECKING:  # torch is imported only when a command that needs it runs
+    import torch
+
+    from amkspec.lower.decode import DecodeStep
+    from amkspec.models import ModelConfig
+    from amkspec.vm import Policy
+
+MODEL_NAMES = click.Choice(["medium", "small", "toy", "toy-1L", "toy-2L"])
+DTYPES = click.Choice(["F32", "F16", "BF16"])
+
+
+def read_config(path: str | None) -> ScheduleConfig | None:
+    """A ScheduleConfig from a JSON file: the config object itself, or a program holding one."""
+    if path is None:
+        return None
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{path}: cannot read a JSON config: {exc}")
+    if isinstance(doc, dict) and "tasks" in doc:
+        doc = doc.get("config")
+    if not isinstance(doc, dict):
+        fail(f"{path}: expected a ScheduleConfig object")
+    shell = {"ir_version": IR_VERSION, "buffers": [], "counters": [], "tasks": [], "config": doc}
+    try:
+        config = amkspec.ir.from_dict(shell).config
+    except amkspec.ir.AmkspecError as exc:
+        fail(f"{path}: {exc}")
+    assert config is not None
+    return config
+
+
+def _policy(name: str, seed: int) -> Policy:
+    from amkspec.vm import ListOrder, SeededRandom
+
+    return SeededRandom(seed) if name == "random" else ListOrder()
+
+
+def read_tensors(path: str) -> dict[str, Any]:
+    """Tensors from ``.npz``, ``.safetensors`` or (inputs only) ``.json`` ``{name: nested list}``."""
+    suffix = Path(path).suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        if suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            return dict(load_file(path))
+        if suffix == ".json":
+            doc = json.loads(Path(path).read_text())
+            if not isinstance(doc, dict):
+                fail(f"{path}: expected an object of name → list")
+            return {str(k): np.asarray(v) for k, v in doc.items()}
+    except (OSError, ValueError) as exc:
+        fail(f"{path}: cannot read tensors: {exc}")
+    fail(f"{path}: unknown tensor file type {suffix!r} (use .npz, .safetensors or .json)")
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    import torch
+
+    t = t.detach().cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+
+def _save_npz(path: str, arrays: Mapping[str, Any]) -> None:
+    np.savez(path, **dict(arrays))
+
+
+def _typed_inputs(prog: MegakernelProgram, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON lists become arrays of each IO_INPUT's dtype class (int32 or float32)."""
+    out = dict(raw)
+    for buf in prog.buffers:
+        value = out.get(buf.name)
+        if buf.kind is BufferKind.IO_INPUT and isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
+            out[buf.name] = value.astype(np.int32 if buf.dtype.is_integer else np.float32)
+    return out
+
+
+def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool] | None:
+    """The preset model and ``compat`` flag that re-create ``prog`` exactly, or None."""
+    from amkspec.lower import lower
+    from amkspec.models import MODELS
+
+    meta = prog.meta
+    pos, dtype, tokens = meta.get("pos"), meta.get("dtype"), [b for b in prog.buffers if b.name == "token_id"]
+    if not isinstance(pos, int) or dtype not in ("F32", "F16", "BF16") or not tokens:
+        return None
+    text = amkspec.dumps(prog)
+    for model in MODELS.values():
+        if model.source != meta.get("model") or model.n_layers != meta.get("n_layers"):
+            continue
+        for compat in (False, True):
+            try:
+                again = lower(model, prog.target, prog.config, pos=pos, dtype=DType[dtype],
+                              B=tokens[0].shape[0] if tokens[0].shape else 1, compat=compat)
+            except amkspec.ir.AmkspecError:
+                continue
+            if amkspec.dumps(again) == text:
+                return model, compat
+    return None
+
+
+@main.command("lower")
+@click.argument("model", type=MODEL_NAMES)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON.")
+@click.option("--pos", type=int, default=0, show_default=True, help="Absolute position of the token.")
+@click.option("--target", type=click.Choice(sorted(TARGETS)), default=None, help="GPU target record.")
+@click.option("--dtype", type=DTYPES, default="F32", show_default=True)
+@click.option("--batch", type=int, default=1, show_default=True, help="Sequences decoded together.")
+@click.option("--compat", is_flag=True, help="Record but do not consume sm_assignment/page_allocation.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
+@clean_errors
+def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None, dtype: str, batch: int,
+              compat: bool, output: str | None) -> None:
+    """Lower one decode step of MODEL into a program (OPS_FACTS §9)."""
+    from amkspec.lower import lower
+
+    prog = lower(model, target, read_config(config_path), pos=pos, dtype=DType[dtype], B=batch, compat=compat)
+    if output:
+        amkspec.dump(prog, output)
+    else:
+        click.echo(amkspec.dumps(prog))
+
+
+@main.command("weights")
+@click.argument("model", type=MODEL_NAMES)
+@click.option("--dtype", type=DTYPES, default=None, help="Default: the model's dtype.")
+@click.option("--seed", type=int, default=None, help="Default: the model's seed (0).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz or .safetensors")
+@clean_errors
+def weights_cmd(model: str, dtype: str | None, seed: int | None, output: str) -> None:
+    """Write MODEL's deterministic weights, keyed by state-dict key (= buffer source)."""
+    from amkspec.lower import resolve_model
+    from amkspec.models import make_weights
+
+    weights = make_weights(resolve_model(model), DType[dtype] if dtype else None, seed)
+    if output.endswith(".safetensors"):
+        from safetensors.torch import save_file
+
+        save_file(weights, output)
+    elif output.endswith(".npz"):
+        _save_npz(output, {k: _numpy(v) for k, v in weights.items()})
+    else:
+        fail(f"{output}: use a .npz or .safetensors file name")
+    click.echo(f"{output}: {len(weights)} tensors, {sum(v.numel() for v in weights.values())} parameters")
+
+
+@main.command("run")
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--weights", "weights_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--inputs", "inputs_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--kv", "kv_path", type=click.Path(dir_okay=False), help="KV caches by buffer name (.npz).")
+@click.option("--steps", type=int, default=1, show_default=True, help="Greedy launches (see module doc).")
+@click.option("--policy", type=click.Choice(["list", "random"]), default="list", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --policy random.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Outputs as .npz.")
+@clean_errors
+def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | None, steps: int, policy: str,
+            seed: int, output: str | None) -> None:
+    """Run PROGRAM on the ReferenceVM; print each launch's argmax; exit 1 if it is refused or stuck."""
+    import torch
+
+    from amkspec.lower import lower
+    from amkspec.vm import DeadlockError, ExecutionError, ReferenceVM, RefusedProgram
+
+    prog = amkspec.load(program)
+    if steps < 1:
+        fail("--steps must be at least 1")
+    origin = relowerable(prog) if steps > 1 else None
+    if steps > 1 and origin is None:
+        fail(f"{program}: --steps {steps} needs a program made by `amkspec lower` (re-lowered per step)")
+    weights = read_tensors(weights_path)
+    inputs = _typed_inputs(prog, read_tensors(inputs_path))
+    kv: dict[str, Any] | None = read_tensors(kv_path) if kv_path else None
+    saved: dict[str, np.ndarray] = {}
+    first = prog
+    for step in range(steps):
+        if step and origin is not None:
+            model, compat = origin
+            prog = lower(model, first.target, first.config, pos=int(first.meta["pos"]) + step,
+                         dtype=DType[first.meta["dtype"]], B=len(inputs["token_id"]), compat=compat)
+        try:
+            vm = ReferenceVM(prog, policy=_policy(policy, seed))
+            out = vm.run(weights, inputs, kv)
+        except RefusedProgram as exc:
+            fail(f"{program}: refused: {str(exc).splitlines()[0]}", EXIT_REJECTED)
+        except (DeadlockError, ExecutionError) as exc:
+            fail(f"{program}: {str(exc).splitlines()[0]}", EXIT_REJECTED)
+        kv = {b.name: out[b.name] for b in prog.buffers if b.kind is BufferKind.KV_CACHE}
+        prefix = f"s{step}__" if steps > 1 else ""
+        saved.update({prefix + k: _numpy(v) for k, v in out.items()})
+        line = f"launch {step}"
+        if "logits" in out:
+            nxt = out["logits"].float().argmax(-1).reshape(-1).to(torch.int32)
+            line += f": argmax {nxt.tolist()}"
+            inputs = {**inputs, "token_id": nxt.numpy(), "pos": np.asarray(inputs["pos"]) + 1}
+        stats = vm.last_stats
+        if stats is not None:
+            line += f" (numerics {stats.compute_s * 1e3:.2f} ms, scheduling {stats.sched_s * 1e3:.2f} ms)"
+        click.echo(line)
+    if output:
+        _save_npz(output, saved)
+
+
+def _step_line(step: DecodeStep) -> str:
+    check = step.check
+    err = f"max abs err {check.max_abs_err:.3g}" if check is not None else "no eager check"
+    verdict = "" if check is None else (" ok" if check.passed else " DISAGREE")
+    eager = list(step.eager_next or [])
+    return f"pos {step.pos:3d} fed {list(step.fed)} vm→{list(step.vm_next)} eager→{eager} {err}{verdict}"
+
+
+@main.command("decode")
+@click.argument("model", type=MODEL_NAMES)
+@click.option("--prompt", required=True, help="Comma-separated token ids, e.g. 1,2,3.")
+@click.option("--steps", type=int, default=4, show_default=True, help="Tokens to generate.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON.")
+@click.option("--target", type=click.Choice(sorted(TARGETS)), default=None)
+@click.option("--dtype", type=DTYPES, default="F32", show_default=True)
+@click.option("--policy", type=click.Choice(["list", "random"]), default="list", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON report instead of lines.")
+@clean_errors
+def decode_cmd(model: str, prompt: str, steps: int, config_path: str | None, target: str | None, dtype: str,
+               policy: str, seed: int, as_json: bool) -> None:
+    """Greedy-decode MODEL on the ReferenceVM and the eager model side by side; exit 1 if they disagree."""
+    from amkspec.lower.decode import greedy_decode
+
+    try:
+        tokens = [int(t) for t in prompt.split(",") if t.strip()]
+    except ValueError:
+        fail(f"--prompt: expected comma-separated integers, got {prompt!r}")
+    run = greedy_decode(model, tokens, steps, config=read_config(config_path), target=target,
+                        dtype=DType[dtype], policy=_policy(policy, seed),
+                        on_step=None if as_json else lambda s: click.echo(_step_line(s)))
+    if as_json:
+        echo_json({"model": model, "dtype": dtype, "agree": run.agree, "generated": run.generated[0],
+                   "steps": [{"pos": s.pos, "fed": list(s.fed), "vm_next": list(s.vm_next),
+                              "eager_next": list(s.eager_next or []),
+                              "check": s.check.to_dict() if s.check else None} for s in run.steps]})
+    else:
+        click.echo(f"generated {run.generated[0]}; max abs err {run.max_abs_err:.3g}; "
+                   + ("VM and eager agree" if run.agree else "VM and eager DISAGREE"))
+    if not run.agree:
+        raise SystemExit(EXIT_REJECTED)
+
+
+@demo_step
+def run_toy_models(examples: Path) -> bool:
+    """Lower toy and toy-2L, validate, decode a few steps on the ReferenceVM, compare with eager."""
+    from amkspec.lower import lower
+    from amkspec.lower.decode import greedy_decode
+
+    click.echo("== toy models: lower, validate, decode on the ReferenceVM vs eager ==")
+    ok = True
+    config = ScheduleConfig(tiling={"gemv": {"N_tile": 64}, "attention": {"n_partitions": 2}})
+    for name in ("toy", "toy-2L"):
+        prog = lower(name, "rtx5090", config, pos=0)
+        result = amkspec.validate(prog)
+        run = greedy_decode(name, [7, 25, 103], 4, config=config, target="rtx5090")
+        agree = sum(s.vm_next == s.eager_next for s in run.steps)
+        ok = ok and result.ok and run.agree
+        click.echo(f"{name}: {len(prog.tasks)} tasks, {'valid' if result.ok else 'REJECTED'}, "
+                   f"scratch {prog.total_scratch_bytes()} B (graph_color); {len(run.steps)} launches, "
+                   f"generated {run.generated[0]}, argmax agreement {agree}/{len(run.steps)}, "
+                   f"max abs err {run.max_abs_err:.3g} -> {'ok' if run.agree else 'DISAGREE'}")
+    return ok

@@ -1,0 +1,169 @@
+"""``amkspec explain``, ``certify``, ``check-cert`` and ``prove-rules`` (spec §3, the SMT layer)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.ir import MegakernelProgram
+
+
+def _smt() -> Any:
+    try:
+        import amkspec.smt.explain as explain_mod
+    except ImportError as exc:  # z3 is an optional extra
+        fail(f"this command needs the smt extra (pip install amkspec[smt]): {exc}")
+    return explain_mod
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="print the documented JSON form")
+@click.option("--dot", "as_dot", is_flag=True, help="print each witness as a Graphviz DOT graph")
+@clean_errors
+def explain(file: str, as_json: bool, as_dot: bool) -> None:
+    """Explain a verdict: each rejection witnessed (with a replayed trace) or rule-only; or the proofs."""
+    mod = _smt()
+    from amkspec.smt.witness import render_dot, render_text
+
+    prog = load_program(file)
+    result = mod.explain(prog)
+    if as_json:
+        echo_json(result.to_dict(prog))
+    elif as_dot:
+        for f in result.findings:
+            if f.witness is not None:
+                click.echo(render_dot(prog, f.witness))
+    else:
+        click.echo(f"{file}: {result.verdict.upper()}")
+        for f in result.findings:
+            head = f"[{f.status}] {f.code or '-'} {f.clause} {f.kind}"
+            click.echo(f"{head}: {f.message}")
+            if f.witness is not None:
+                click.echo(render_text(prog, f.witness))
+    bad = result.verdict == "rejected" or any(f.status == "witnessed" for f in result.findings)
+    raise SystemExit(EXIT_REJECTED if bad else EXIT_OK)
+
+
+def _accepted(prog: MegakernelProgram, file: str) -> None:
+    from amkspec.proofs import Severity, validate
+
+    errors = [d for d in validate(prog).diagnostics if d.severity is Severity.ERROR]
+    if errors:
+        fail(
+            f"{file}: REJECTED ({errors[0].code}: {errors[0].message}); "
+            "only accepted programs get a certificate",
+            EXIT_REJECTED,
+        )
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), required=True, help="where to write the certificate"
+)
+@clean_errors
+def certify(file: str, output: str) -> None:
+    """Write a certificate (execution order + happens-before paths) for an accepted program."""
+    from amkspec.proofs.certificate import CertificateError
+    from amkspec.proofs.certificate import certify as make
+
+    prog = load_program(file)
+    _accepted(prog, file)
+    try:
+        cert = make(prog)
+    except CertificateError as exc:
+        fail(f"{file}: {exc}", EXIT_REJECTED)
+    with open(output, "w", encoding="utf-8") as fh:
+        json.dump(cert, fh, indent=1)
+        fh.write("\n")
+    click.echo(
+        f"{output}: certificate of {len(cert['order'])} tasks, {len(cert['reads'])} reads, "
+        f"{len(cert['writes'])} writer pairs, {len(cert['pages'])} page pairs"
+    )
+
+
+@main.command("check-cert")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("cert", type=click.Path(dir_okay=False))
+@clean_errors
+def check_cert(file: str, cert: str) -> None:
+    """Check a certificate against a program with the independent linear-time checker."""
+    from amkspec.proofs.certificate import CertificateError, check_certificate
+
+    prog = load_program(file)
+    try:
+        with open(cert, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except json.JSONDecodeError as exc:
+        fail(f"{cert}: not JSON: {exc}")
+    try:
+        check_certificate(prog, data)
+    except CertificateError as exc:
+        fail(f"{cert}: certificate REFUSED: {exc}", EXIT_REJECTED)
+    click.echo(f"{cert}: certificate OK for {file}")
+
+
+@main.command("prove-rules")
+@click.option(
+    "--max-tasks",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="prove for every program of at most this many tasks",
+)
+@click.option(
+    "--rules",
+    type=click.Choice(["amkspec", "original", "spec-prose"]),
+    default="amkspec",
+    show_default=True,
+    help="which rule set to prove sound",
+)
+@click.option("--theorem", "names", multiple=True, help="only these theorems (repeatable)")
+@click.option("--timeout", type=float, default=None, help="seconds per theorem before giving up")
+@click.option("--json", "as_json", is_flag=True)
+def prove_rules(
+    max_tasks: int, rules: str, names: tuple[str, ...], timeout: float | None, as_json: bool
+) -> None:
+    """Bounded soundness theorems: no program passing the rules has a racy or stuck execution."""
+    try:
+        from amkspec.smt.theorems import THEOREMS, prove
+    except ImportError as exc:
+        fail(f"this command needs the smt extra (pip install amkspec[smt]): {exc}")
+    unknown = set(names) - {t.name for t in THEOREMS}
+    if unknown:
+        fail(
+            f"unknown theorem(s): {', '.join(sorted(unknown))}; known: {', '.join(t.name for t in THEOREMS)}"
+        )
+    results = [prove(t, max_tasks, rules, timeout) for t in THEOREMS if not names or t.name in names]
+    if as_json:
+        echo_json(
+            [
+                {
+                    "theorem": r.name,
+                    "statement": r.statement,
+                    "bound": r.bound,
+                    "rules": r.rules,
+                    "result": _word(r.holds),
+                    "seconds": round(r.seconds, 3),
+                    "counterexample": r.counterexample or None,
+                }
+                for r in results
+            ]
+        )
+    else:
+        for r in results:
+            click.echo(
+                f"{r.name:<28} tasks <= {r.bound:<3} rules={r.rules:<10} {_word(r.holds):<14} "
+                f"{r.seconds:8.2f} s   {r.statement}"
+            )
+            if r.counterexample:
+                click.echo("  " + r.counterexample.replace("\n", "\n  "))
+    raise SystemExit(EXIT_OK if all(r.holds for r in results) else EXIT_REJECTED)
+
+
+def _word(holds: bool | None) -> str:
+    return {True: "PROVED", False: "COUNTEREXAMPLE", None: "UNKNOWN"}[holds]

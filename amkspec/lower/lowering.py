@@ -1,0 +1,80 @@
+"""``lower()``: a decoder and a ScheduleConfig → one decode step as a MegakernelProgram (spec §5).
+
+The emission follows the original lowering exactly (OPS_FACTS §9). Unlike the original, amkspec
+then *consumes* two knobs the original only records: ``sm_assignment`` is resolved into
+``Task.sm`` (when a target gives the SM count) and ``page_allocation`` into a PageAllocation.
+``compat=True`` skips both and reproduces the original's output byte for byte.
+"""
+
+from __future__ import annotations
+
+from amkspec.ir import TARGETS, AmkspecError, DType, GpuTarget, MegakernelProgram, ScheduleConfig
+from amkspec.lower.emit import StepEmitter
+from amkspec.lower.pages import allocate_pages
+from amkspec.lower.sm_assign import assign_sms
+from amkspec.models.config import MODELS, ModelConfig
+
+LOWERABLE_DTYPES = (DType.F32, DType.F16, DType.BF16)
+
+
+class LoweringError(AmkspecError, ValueError):
+    """The model, target, config or step cannot be lowered (a bad name, position or knob)."""
+
+
+def resolve_model(model: ModelConfig | str) -> ModelConfig:
+    """A preset by name (``toy``, ``toy-2L``, ``medium``, ``small``) or the config itself."""
+    if isinstance(model, ModelConfig):
+        return model
+    try:
+        return MODELS[model]
+    except KeyError:
+        raise LoweringError(f"unknown model {model!r} (known: {', '.join(MODELS)})") from None
+
+
+def resolve_target(target: GpuTarget | str | None) -> GpuTarget | None:
+    """A built-in target by name, or the record itself."""
+    if target is None or isinstance(target, GpuTarget):
+        return target
+    try:
+        return TARGETS[target]
+    except KeyError:
+        raise LoweringError(f"unknown target {target!r} (known: {', '.join(TARGETS)})") from None
+
+
+def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
+    if not 0 <= pos < model.max_seq:
+        raise LoweringError(f"pos {pos} is outside [0, {model.max_seq}) for model {model.name!r}")
+    if batch < 1:
+        raise LoweringError(f"batch must be at least 1, got {batch}")
+    if dtype not in LOWERABLE_DTYPES:
+        raise LoweringError(f"cannot lower to {dtype.name}: use F32, F16 or BF16")
+
+
+def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
+          config: ScheduleConfig | None = None, *, pos: int = 0, dtype: DType = DType.F32, B: int = 1,
+          compat: bool = False) -> MegakernelProgram:
+    """Lower one decode step of ``model`` for the token at absolute position ``pos`` (OPS_FACTS §9).
+
+    ``B`` sequences decode in lockstep (GEMM_TILE projections, batched attention). ``config``
+    None means the original's auto tiling (width 32). With a target, ``config.sm_assignment`` is
+    resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None
+    for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments.
+    """
+    m = resolve_model(model)
+    tgt = resolve_target(target)
+    _check(m, pos, dtype, B)
+    tiling = dict(config.tiling) if config is not None else {}
+    emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None)
+    meta = {"model": m.source, "gpu": tgt.name if tgt else "?", "regime": "decode", "pos": pos,
+            "kv_len": pos + 1, "dtype": dtype.name, "n_layers": m.n_layers}
+    prog = emitter.emit().build(meta=meta, target=tgt, config=config)
+    prog.meta["weight_bytes"] = prog.total_weight_bytes()
+    if B > 1:
+        prog.meta["batch"] = B
+    if config is not None and not compat:
+        try:
+            assign_sms(prog, config.sm_assignment)
+            prog.pages = allocate_pages(prog, config.page_allocation)
+        except ValueError as exc:
+            raise LoweringError(str(exc)) from None
+    return prog

@@ -1,0 +1,132 @@
+"""Deadlock-freedom obligations (codes D2xx, spec §3.1).
+
+Every wait can be satisfied, no task waits on itself, the producer→consumer
+graph is acyclic, and the per-SM queues cannot block: with each SM running its
+queue in task-list order, the dependency graph plus the *queue edges*
+(consecutive tasks of one SM queue) must be acyclic. A cycle through queue edges
+is a deadlock even when it crosses SMs (``a`` and ``b`` on SM 0 with ``b`` queued
+first, ``a → x → b`` with ``x`` elsewhere: SM 0 blocks on ``b`` forever).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from amkspec.ir import Wait
+from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
+from amkspec.proofs.index import ProgramIndex, as_list, find_cycle, is_int, kahn
+
+_D, _E = Family.DEADLOCK, Severity.ERROR
+NO_PRODUCER = register("D201", _D, "§3.1", _E, "a wait on a counter that no task increments")
+THRESHOLD_TOO_HIGH = register("D202", _D, "§3.1", _E, "a wait threshold exceeds the counter's producer count")
+SELF_WAIT = register("D203", _D, "§3.1", _E, "a task waits on its own out_counter")
+CYCLE = register("D204", _D, "§3.1", _E, "the producer→consumer graph has a cycle")
+SM_QUEUE = register(
+    "D205", _D, "§3.1", _E, "the per-SM queues (task-list order) block: DAG plus queue edges has a cycle"
+)
+
+
+def check_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """Each wait is satisfiable: ``1 <= threshold <= #producers`` and not on the task's own counter."""
+    for pos, task in enumerate(ix.tasks):
+        own = ix.out_counter[pos]
+        for i, w in enumerate(as_list(getattr(task, "waits", None))):
+            if not isinstance(w, Wait) or not (is_int(w.counter) and w.counter in ix.counters):
+                continue  # S105 reports it
+            c, t = w.counter, w.threshold
+            who, tid = ix.describe(pos), [ix.task_id(pos)]
+            if c == own:
+                yield diag(
+                    SELF_WAIT,
+                    f"task {who} waits[{i}] on counter {c}, its own out_counter",
+                    tasks=tid,
+                    counters=[c],
+                )
+                continue
+            producers = ix.producers.get(c, [])
+            if not producers:
+                yield diag(
+                    NO_PRODUCER,
+                    f"task {who} waits on counter {c} but no task increments it",
+                    tasks=tid,
+                    counters=[c],
+                )
+            elif is_int(t) and t > len(producers):
+                yield diag(
+                    THRESHOLD_TOO_HIGH,
+                    f"task {who} waits on counter {c} with threshold {t} but counter {c} has only "
+                    f"{len(producers)} producer(s) ({ix.describe_many(producers)})",
+                    tasks=[*tid, *ix.task_ids(producers)],
+                    counters=[c],
+                )
+
+
+def check_cycle(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """The dependency graph (without self-edges, reported as D203) has a topological order."""
+    if ix.topo is not None:
+        return
+    cycle = find_cycle(ix.n, ix.succs) or []
+    path = " -> ".join(ix.describe(p) for p in [*cycle, *cycle[:1]])
+    yield diag(CYCLE, f"cycle: {path}", tasks=ix.task_ids(cycle), counters=_counters_on(ix, cycle))
+
+
+def _counters_on(ix: ProgramIndex, cycle: list[int]) -> list[int]:
+    return [c for c in (ix.out_counter[p] for p in cycle) if c is not None]
+
+
+def sm_queues(ix: ProgramIndex) -> dict[int, list[int]]:
+    """SM → positions of its tasks in task-list order (only valid, assigned ``sm`` values)."""
+    queues: dict[int, list[int]] = {}
+    for pos, task in enumerate(ix.tasks):
+        sm = getattr(task, "sm", None)
+        if is_int(sm) and sm >= 0:
+            queues.setdefault(sm, []).append(pos)
+    return queues
+
+
+def check_sm_queues(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """Each SM's serial queue is compatible with the DAG: DAG ∪ queue edges is acyclic (spec §3.1)."""
+    if not ix.acyclic:
+        return
+    queues = sm_queues(ix)
+    if not queues:
+        return
+    sm_of = {p: sm for sm, q in queues.items() for p in q}
+    succs = [list(s) for s in ix.succs]
+    preds = [list(p) for p in ix.preds]
+    for q in queues.values():
+        for a, b in itertools.pairwise(q):
+            succs[a].append(b)
+            preds[b].append(a)
+    if kahn(ix.n, preds, succs) is not None:
+        return
+    direct = [
+        (a, b)
+        for b in range(ix.n)
+        for a in ix.preds[b]
+        if a > b and sm_of.get(a, -1) == sm_of.get(b) and b in sm_of
+    ]
+    for a, b in direct:
+        yield diag(
+            SM_QUEUE,
+            f"task {ix.describe(b)} waits on task {ix.describe(a)} but is queued before it on SM {sm_of[b]} "
+            f"(counter {ix.out_counter[a]}); SM {sm_of[b]} would block forever",
+            tasks=ix.task_ids([b, a]),
+            counters=[ix.out_counter[a]],
+        )
+    if direct:
+        return
+    cycle = find_cycle(ix.n, succs) or []
+    steps = []
+    for a, b in zip(cycle, [*cycle[1:], *cycle[:1]], strict=False):
+        how = "signals" if b in ix.succs[a] else f"is queued before it on SM {sm_of.get(a)}"
+        steps.append(f"{ix.describe(a)} {how}")
+    yield diag(
+        SM_QUEUE,
+        "the SM queues block on a cycle of dependency and queue edges: "
+        + "; ".join(
+            f"{step} {ix.describe(nxt)}" for step, nxt in zip(steps, [*cycle[1:], *cycle[:1]], strict=False)
+        ),
+        tasks=ix.task_ids(cycle),
+    )

@@ -1,0 +1,198 @@
+"""ProgramIndex: the lookups every proof obligation shares, built once per program (spec §2).
+
+Tasks are graph nodes by **list position**, never by id: ids may be duplicated,
+dangling or not ints in a broken program (the structure checks report that),
+and the index must still be total. Buffer and counter references resolve through
+``{id: record}`` maps where the first occurrence of an id wins. Only values whose
+type is exactly ``int`` are ids (``True`` is not buffer 1).
+
+Dependency edges follow spec §2: for every wait of task *b* on counter *c*, an
+edge ``a → b`` for every producer *a* of *c*, regardless of the threshold.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Any, TypeGuard
+
+from amkspec.ir import Buffer, Counter, MegakernelProgram, Task
+from amkspec.proofs.reach import Reachability
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    """True for a plain int (bools and floats are not ids, counts or thresholds)."""
+    return type(value) is int
+
+
+def as_list(value: Any) -> list[Any]:
+    """A list/tuple field as a list; anything else (a broken record) as empty."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _first_by_id(records: Iterable[Any]) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    for rec in records:
+        rid = getattr(rec, "id", None)
+        if is_int(rid) and rid not in out:
+            out[rid] = rec
+    return out
+
+
+class ProgramIndex:
+    """Id maps, producers, readers, writers, edges and topological order of one program.
+
+    ``preds[i]``/``succs[i]`` are list positions, sorted, without self-edges;
+    ``self_waiting`` holds the positions of tasks that wait on their own counter.
+    ``topo`` is a topological order of positions (Kahn, FIFO, ascending seeds) or
+    None when the graph has a cycle. ``rejected_tasks`` collects the positions of
+    tasks a structure check rejected, so that later families skip them.
+    """
+
+    def __init__(self, prog: MegakernelProgram) -> None:
+        self.prog = prog
+        self.tasks: list[Task] = list(prog.tasks) if isinstance(prog.tasks, list) else []
+        self.buffers: dict[int, Buffer] = _first_by_id(as_list(prog.buffers))
+        self.counters: dict[int, Counter] = _first_by_id(as_list(prog.counters))
+        n = len(self.tasks)
+        self.n = n
+        self.inputs: list[list[int]] = [[] for _ in range(n)]
+        self.outputs: list[list[int]] = [[] for _ in range(n)]
+        self.out_counter: list[int | None] = [None] * n
+        self.wait_counters: list[list[int]] = [[] for _ in range(n)]
+        self.producers: dict[int, list[int]] = {}
+        self.readers: dict[int, list[int]] = {}
+        self.writers: dict[int, list[int]] = {}
+        self.rejected_tasks: set[int] = set()
+        self._index_tasks()
+        self.preds: list[list[int]] = [[] for _ in range(n)]
+        self.succs: list[list[int]] = [[] for _ in range(n)]
+        self.self_waiting: list[int] = []
+        self.n_edges = 0
+        self._index_edges()
+        self.topo: list[int] | None = kahn(n, self.preds, self.succs)
+        self._reach: Reachability | None = None
+
+    def _index_tasks(self) -> None:
+        buffers = self.buffers
+        for pos, task in enumerate(self.tasks):
+            ins = [b for b in dict.fromkeys(_ids(getattr(task, "inputs", None))) if b in buffers]
+            outs = [b for b in dict.fromkeys(_ids(getattr(task, "outputs", None))) if b in buffers]
+            self.inputs[pos] = ins
+            self.outputs[pos] = outs
+            for b in ins:
+                self.readers.setdefault(b, []).append(pos)
+            for b in outs:
+                self.writers.setdefault(b, []).append(pos)
+            oc = getattr(task, "out_counter", None)
+            if is_int(oc):
+                self.out_counter[pos] = oc
+                self.producers.setdefault(oc, []).append(pos)
+            waits = as_list(getattr(task, "waits", None))
+            self.wait_counters[pos] = [c for c in (getattr(w, "counter", None) for w in waits) if is_int(c)]
+
+    def _index_edges(self) -> None:
+        producers = self.producers
+        n_edges = 0
+        for pos in range(self.n):
+            found: set[int] = set()
+            for c in self.wait_counters[pos]:
+                found.update(producers.get(c, ()))
+            if not found:
+                continue
+            n_edges += len(found)
+            if pos in found:
+                found.discard(pos)
+                self.self_waiting.append(pos)
+            preds = sorted(found)
+            self.preds[pos] = preds
+            for p in preds:
+                self.succs[p].append(pos)
+        self.n_edges = n_edges
+
+    @property
+    def acyclic(self) -> bool:
+        """No cycle through two or more tasks and no task waiting on its own counter."""
+        return self.topo is not None and not self.self_waiting
+
+    @property
+    def reach(self) -> Reachability:
+        """Happens-before queries over the DAG (requires ``topo``)."""
+        if self._reach is None:
+            if self.topo is None:
+                raise ValueError("reachability needs an acyclic program")
+            self._reach = Reachability(self.preds, self.topo)
+        return self._reach
+
+    @property
+    def built_reach(self) -> Reachability | None:
+        """The reachability engine if a check used it (for statistics), else None."""
+        return self._reach
+
+    def describe(self, pos: int) -> str:
+        """``id:label`` of the task at ``pos`` (``id:OPNAME`` without a label)."""
+        task = self.tasks[pos]
+        label = getattr(task, "label", "")
+        if not label:
+            op = getattr(task, "op", None)
+            label = getattr(op, "name", repr(op))
+        return f"{getattr(task, 'id', '?')}:{label}"
+
+    def describe_many(self, positions: Iterable[int], limit: int = 6) -> str:
+        items = list(positions)
+        text = ", ".join(self.describe(p) for p in items[:limit])
+        return text + (f", … ({len(items)} in all)" if len(items) > limit else "")
+
+    def task_id(self, pos: int) -> Any:
+        return getattr(self.tasks[pos], "id", None)
+
+    def task_ids(self, positions: Iterable[int]) -> list[Any]:
+        return [self.task_id(p) for p in positions]
+
+    def buffer_name(self, bid: int) -> str:
+        """``id:name`` of a buffer (just the id when unknown)."""
+        buf = self.buffers.get(bid)
+        return f"{bid}:{buf.name}" if buf is not None else str(bid)
+
+
+def _ids(value: Any) -> list[int]:
+    return [v for v in as_list(value) if is_int(v)]
+
+
+def kahn(n: int, preds: list[list[int]], succs: list[list[int]]) -> list[int] | None:
+    """Kahn's algorithm over positions: FIFO queue seeded in ascending order; None on a cycle."""
+    indeg = [len(p) for p in preds]
+    queue = deque(i for i in range(n) if indeg[i] == 0)
+    order: list[int] = []
+    append = order.append
+    while queue:
+        v = queue.popleft()
+        append(v)
+        for w in succs[v]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                queue.append(w)
+    return order if len(order) == n else None
+
+
+def find_cycle(n: int, succs: list[list[int]]) -> list[int] | None:
+    """One cycle as a list of positions (first node not repeated), by iterative DFS; None if acyclic."""
+    state = [0] * n  # 0 unvisited, 1 on the stack, 2 done
+    for root in range(n):
+        if state[root]:
+            continue
+        path: list[int] = [root]
+        iters = [iter(succs[root])]
+        state[root] = 1
+        while iters:
+            nxt = next(iters[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                iters.pop()
+            elif state[nxt] == 1:
+                return path[path.index(nxt) :]
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                path.append(nxt)
+                iters.append(iter(succs[nxt]))
+    return None

@@ -1,0 +1,224 @@
+"""Replay checker: re-execute a witness trace on an abstract counter machine (no z3, no torch).
+
+The machine follows spec §2: a task may start only when each of its waits
+holds (counter value ≥ threshold, counters start at 0) and, when it has an SM,
+only after the task before it in that SM's queue (task-list order) has ended;
+each task starts once and ends once, after it started; an end increments the
+task's out_counter by one and completes its writes (the shadow state).
+:func:`check_witness` replays the JSON form of a witness (see
+:mod:`amkspec.smt.witness`) and confirms that it is a legal execution that
+exhibits the violation it claims.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from amkspec.ir import MegakernelProgram
+from amkspec.proofs.trace import Event, trace_from_json
+
+
+class ReplayError(ValueError):
+    """The trace is not a legal execution, or does not show what it claims."""
+
+
+@attrs.define
+class Machine:
+    """Counter values, task states and completed writes after a trace prefix."""
+
+    prog: MegakernelProgram
+    tasks: dict[int, Any] = attrs.field(init=False)
+    queue_prev: dict[int, int] = attrs.field(init=False)
+    counters: Tally[int] = attrs.Factory(Tally)
+    started: dict[int, int] = attrs.Factory(dict)
+    """task id → position of its start event."""
+    ended: dict[int, int] = attrs.Factory(dict)
+    """task id → position of its end event (its writes are complete from here on)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.tasks = {}
+        for t in self.prog.tasks:
+            if t.id in self.tasks:
+                raise ReplayError(f"two tasks have id {t.id}")
+            self.tasks[t.id] = t
+        last: dict[int, int] = {}
+        self.queue_prev = {}
+        for t in self.prog.tasks:
+            if type(t.sm) is int:
+                if t.sm in last:
+                    self.queue_prev[t.id] = last[t.sm]
+                last[t.sm] = t.id
+
+    def unmet(self, tid: int) -> list[tuple[int, int, int]]:
+        """The waits of ``tid`` that do not hold now: (counter, threshold, value)."""
+        return [
+            (w.counter, w.threshold, self.counters[w.counter])
+            for w in self.tasks[tid].waits
+            if self.counters[w.counter] < w.threshold
+        ]
+
+    def queue_blocker(self, tid: int) -> int | None:
+        prev = self.queue_prev.get(tid)
+        return prev if prev is not None and prev not in self.ended else None
+
+    def step(self, n: int, ev: Event) -> None:
+        if ev.task not in self.tasks:
+            raise ReplayError(f"event {n}: no task {ev.task}")
+        if ev.kind == "start":
+            if ev.task in self.started:
+                raise ReplayError(f"event {n}: task {ev.task} starts twice")
+            if self.unmet(ev.task):
+                c, t, v = self.unmet(ev.task)[0]
+                raise ReplayError(f"event {n}: task {ev.task} starts while counter {c} = {v} < {t}")
+            if self.queue_blocker(ev.task) is not None:
+                raise ReplayError(f"event {n}: task {ev.task} starts before its SM queue predecessor ended")
+            self.started[ev.task] = n
+        else:
+            if ev.task not in self.started or ev.task in self.ended:
+                raise ReplayError(f"event {n}: task {ev.task} ends without a matching start")
+            self.ended[ev.task] = n
+            self.counters[self.tasks[ev.task].out_counter] += 1
+
+
+def replay(prog: MegakernelProgram, events: Iterable[Event]) -> Machine:
+    """Execute ``events``; raises :class:`ReplayError` at the first illegal one."""
+    m = Machine(prog)
+    for n, ev in enumerate(events):
+        m.step(n, ev)
+    return m
+
+
+def _before(m: Machine, first: dict[int, int], a: int, second: dict[int, int], b: int) -> bool:
+    """Event ``first[a]`` happened and precedes ``second[b]`` (or ``second[b]`` never happened)."""
+    return a in first and (b not in second or first[a] < second[b])
+
+
+def _check_counters(m: Machine, events: list[dict[str, Any]]) -> None:
+    values: Tally[int] = Tally()
+    for n, item in enumerate(events):
+        task = m.tasks[item["task"]]
+        if item["event"] == "end":
+            values[task.out_counter] += 1
+        for c, v in item.get("counters", {}).items():
+            if values[int(c)] != v:
+                raise ReplayError(f"event {n}: claims counter {c} = {v}, replay has {values[int(c)]}")
+
+
+def _read_race(m: Machine, roles: dict[str, int]) -> None:
+    r, w, b = roles["reader"], roles["writer"], roles["buffer"]
+    if b not in m.tasks[r].inputs or b not in m.tasks[w].outputs or r == w:
+        raise ReplayError("the reader/writer roles do not match the program")
+    if r not in m.started or _before(m, m.ended, w, m.started, r):
+        raise ReplayError(f"task {r} does not start before writer {w} ends")
+
+
+def _unwritten(m: Machine, roles: dict[str, int]) -> None:
+    r, b = roles["reader"], roles["buffer"]
+    if b not in m.tasks[r].inputs or any(b in t.outputs for t in m.prog.tasks):
+        raise ReplayError(f"task {r} does not read buffer {b}, or some task writes it")
+    if r not in m.started:
+        raise ReplayError(f"task {r} never starts")
+
+
+def _write_race(m: Machine, roles: dict[str, int]) -> None:
+    a, b = roles["first"], roles["second"]
+    if a == b or any(roles["buffer"] not in m.tasks[t].outputs for t in (a, b)):
+        raise ReplayError("the writer roles do not match the program")
+    if not (
+        a in m.started
+        and b in m.started
+        and not _before(m, m.ended, a, m.started, b)
+        and not _before(m, m.ended, b, m.started, a)
+    ):
+        raise ReplayError(f"writers {a} and {b} never run at the same time")
+
+
+def _clobber(m: Machine, roles: dict[str, int]) -> None:
+    u1, u2, v = roles["writer"], roles["reader"], roles["clobberer"]
+    x, y = roles["buffer"], roles["other"]
+    pages = m.prog.pages.buffer_to_page if m.prog.pages else {}
+    if (
+        x not in m.tasks[u1].outputs
+        or x not in m.tasks[u2].inputs
+        or y not in m.tasks[v].outputs
+        or pages.get(x) is None
+        or pages.get(x) != pages.get(y)
+        or x == y
+    ):
+        raise ReplayError("the page roles do not match the program")
+    if not (
+        u1 in m.ended
+        and v in m.started
+        and u2 in m.started
+        and _before(m, m.ended, u1, m.ended, v)
+        and _before(m, m.started, v, m.ended, u2)
+    ):
+        raise ReplayError(f"{v}'s write does not fall inside the live range of buffer {x}")
+
+
+def _deadlock(m: Machine, blocked: list[dict[str, Any]]) -> None:
+    if any(t not in m.ended for t in m.started):
+        raise ReplayError("a task is still running, the state is not stuck")
+    unstarted = [tid for tid in m.tasks if tid not in m.started]
+    if not unstarted:
+        raise ReplayError("every task finished, nothing is stuck")
+    claimed = {b["task"]: b for b in blocked}
+    if sorted(claimed) != sorted(unstarted):
+        raise ReplayError("the blocked tasks are not exactly the unstarted ones")
+    for tid in unstarted:
+        unmet = [list(x) for x in m.unmet(tid)]
+        prev = m.queue_blocker(tid)
+        if not unmet and prev is None:
+            raise ReplayError(f"task {tid} could still start")
+        got = claimed[tid]
+        if [[x["counter"], x["threshold"], x["value"]] for x in got["waits"]] != unmet or got[
+            "queue_predecessor"
+        ] != prev:
+            raise ReplayError(f"task {tid}: the claimed blocking reasons are wrong")
+
+
+def _cycle(m: Machine, edges: list[dict[str, Any]]) -> None:
+    if not edges or any(edges[n]["to"] != edges[(n + 1) % len(edges)]["from"] for n in range(len(edges))):
+        raise ReplayError("the edges do not form a cycle")
+    for e in edges:
+        a, b = m.tasks.get(e["from"]), m.tasks.get(e["to"])
+        if a is None or b is None:
+            raise ReplayError("a cycle edge names a missing task")
+        kind, _, value = str(e["via"]).partition(" ")
+        if kind == "counter":
+            ok = a.out_counter == int(value) and any(w.counter == a.out_counter for w in b.waits)
+        else:
+            ok = m.queue_prev.get(b.id) == a.id
+        if not ok:
+            raise ReplayError(f"no edge {a.id} -> {b.id} via {e['via']}")
+
+
+def check_witness(prog: MegakernelProgram, witness: dict[str, Any]) -> None:
+    """Replay a witness (its JSON form); raises :class:`ReplayError` unless it is legal and shows its kind."""
+    try:
+        events = witness["events"]
+        m = replay(prog, trace_from_json(events))
+        _check_counters(m, events)
+        kind = witness["kind"]
+        if kind in ("read-race", "kv-race"):
+            _read_race(m, witness["roles"])
+        elif kind == "unwritten-read":
+            _unwritten(m, witness["roles"])
+        elif kind == "write-race":
+            _write_race(m, witness["roles"])
+        elif kind == "page-clobber":
+            _clobber(m, witness["roles"])
+        elif kind == "deadlock":
+            _deadlock(m, witness["blocked"])
+        elif kind == "cycle":
+            _cycle(m, witness["cycle"])
+        else:
+            raise ReplayError(f"unknown witness kind {kind!r}")
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, ReplayError):
+            raise
+        raise ReplayError(f"malformed witness: {exc!r}") from exc

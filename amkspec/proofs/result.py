@@ -1,0 +1,104 @@
+"""The outcome of :func:`amkspec.validate`: a verdict, its findings and statistics (spec §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from amkspec.proofs.diagnostics import Diagnostic, Severity
+
+SECTION_TITLES: dict[str, str] = {
+    "§1": "data model",
+    "§3.1": "deadlock-freedom",
+    "§3.2": "race-freedom",
+    "§3.3": "additional checks",
+    "§4": "buffer / page memory model",
+    "§5": "schedule configuration",
+    "§7": "instruction set",
+    "§8": "ABI mapping and launch",
+}
+"""Spec sections the report groups findings under (a clause is filed under its longest prefix)."""
+
+
+def section_of(clause: str) -> str:
+    """The report section of a clause: ``"§1.4"`` → ``"§1"``, ``"§3.2"`` → ``"§3.2"``."""
+    head = clause.split()[0] if clause else ""
+    while head and head not in SECTION_TITLES:
+        head = head.rpartition(".")[0]
+    return head or clause
+
+
+def _section_key(section: str) -> tuple[int, ...]:
+    digits = section.lstrip("§").split(".")
+    return tuple(int(d) if d.isdigit() else 99 for d in digits)
+
+
+@attrs.define
+class ValidationResult:
+    """Verdict of :func:`amkspec.validate`: ``ok`` iff no finding has severity ERROR (spec §3).
+
+    ``errors`` and ``warnings`` are the findings as one-line strings
+    (``"R303 task 7:attn reads ..."``); ``diagnostics`` keeps them structured
+    (code, severity, clause, message and the task/buffer/counter ids involved).
+    """
+
+    diagnostics: list[Diagnostic] = attrs.Factory(list)
+    stats: dict[str, Any] = attrs.Factory(dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity is Severity.ERROR for d in self.diagnostics)
+
+    @property
+    def errors(self) -> list[str]:
+        return [_line(d) for d in self.diagnostics if d.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [_line(d) for d in self.diagnostics if d.severity is Severity.WARNING]
+
+    @property
+    def codes(self) -> list[str]:
+        """Distinct codes of the findings, in first-seen order."""
+        return list(dict.fromkeys(d.code for d in self.diagnostics))
+
+    def verdict(self) -> str:
+        return "VALID" if self.ok else "REJECTED"
+
+    def by_section(self) -> dict[str, list[Diagnostic]]:
+        """Findings grouped by spec section, sections in spec order, findings in check order."""
+        groups: dict[str, list[Diagnostic]] = {}
+        for d in self.diagnostics:
+            groups.setdefault(section_of(d.clause), []).append(d)
+        return {k: groups[k] for k in sorted(groups, key=_section_key)}
+
+    def report(self) -> str:
+        """Human-readable report: the verdict line, then findings grouped by spec section."""
+        n_err, n_warn = len(self.errors), len(self.warnings)
+        counts = ", ".join(
+            f"{self.stats[k]} {k}" for k in ("tasks", "buffers", "counters", "edges") if k in self.stats
+        )
+        lines = [
+            f"{self.verdict()}: {n_err} error(s), {n_warn} warning(s)" + (f" ({counts})" if counts else "")
+        ]
+        for section, diags in self.by_section().items():
+            lines.append(f"{section} {SECTION_TITLES.get(section, '')}".rstrip())
+            lines.extend(f"  {d.severity.value:<7} {d.code} [{d.clause}] {d.message}" for d in diags)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: verdict, ok, codes, errors, warnings, diagnostics, stats."""
+        return {
+            "verdict": self.verdict().lower(),
+            "ok": self.ok,
+            "codes": self.codes,
+            "errors": self.errors,
+            "warnings": self.warnings,
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+            "stats": dict(self.stats),
+        }
+
+
+def _line(d: Diagnostic) -> str:
+    return f"{d.code} {d.message}"

@@ -1,0 +1,107 @@
+"""What a shape rule sees: operands, params and where to report (spec §7).
+
+Rules work on :class:`Operand` views rather than on buffers so that the same
+rule checks a task's buffers and a FUSED recipe step's scratch tensors. An
+operand only exists for a well-formed shape (non-negative ints); anything
+else is for the structure checks to report, and the op is skipped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from amkspec.ir import Buffer, DType, InstructionKind, Task
+from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
+from amkspec.proofs.diagnostics import Diagnostic, diag
+
+
+@attrs.frozen
+class Operand:
+    """A tensor a task reads or writes: its shape, dtype (None if unknown) and name for messages."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType | None
+    buffer: int | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def rows(self) -> int:
+        """Number of rows when viewed as ``[-1, shape[-1]]`` (1 for rank 0 or 1)."""
+        return math.prod(self.shape[:-1])
+
+
+def is_shape(shape: Any) -> bool:
+    """A shape the rules can reason about: a tuple of non-negative ints (no bools)."""
+    return isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)
+
+
+def buffer_operand(buf: Buffer) -> Operand | None:
+    """The operand view of a buffer, or None when its shape is malformed."""
+    shape = buf.shape
+    if not is_shape(shape):
+        return None
+    dtype = buf.dtype if isinstance(buf.dtype, DType) else None
+    label = buf.name if isinstance(buf.name, str) else "?"
+    buf_id = buf.id if type(buf.id) is int else None
+    return Operand(f"buffer {buf.id}:{label}", shape, dtype, buf_id)
+
+
+def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
+    """An int32 param, ``default`` when absent, None when present but not an int32."""
+    if key not in params:
+        return default
+    value = params[key]
+    if type(value) is int and INT32_MIN <= value <= INT32_MAX:
+        return value
+    return None
+
+
+def is_integer_dtype(dtype: DType | None) -> bool | None:
+    """True/False for a known dtype, None when unknown."""
+    return None if dtype is None else dtype.is_integer
+
+
+@attrs.define
+class OpContext:
+    """One op application: the task (or recipe step) being checked and its operands."""
+
+    task: Task
+    op: InstructionKind
+    inputs: list[Operand]
+    outputs: list[Operand]
+    params: Mapping[str, Any]
+    where: str
+    found: list[Diagnostic]
+
+    def param(self, key: str, default: int | None = None) -> int | None:
+        """See :func:`int_param`."""
+        return int_param(self.params, key, default)
+
+    def fail(self, code: str, message: str, operands: Iterable[Operand] = ()) -> None:
+        """Record a finding ``"<where> <message>"`` naming the task and the buffers involved."""
+        buffers = [o.buffer for o in operands if o.buffer is not None]
+        self.found.append(diag(code, f"{self.where} {message}", tasks=[self.task.id], buffers=buffers))
+
+
+Checker = Callable[[OpContext], None]
+"""A shape rule set for one opcode family; arity is already known to be right."""
+
+
+@attrs.frozen
+class Rule:
+    """A human-readable statement of one rule of an opcode, with the code that enforces it."""
+
+    code: str
+    text: str

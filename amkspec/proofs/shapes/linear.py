@@ -1,0 +1,159 @@
+"""GEMV_TILE, GEMM_TILE and DEQUANT (OPS_FACTS §3.6, §3.13, §4; spec §7).
+
+A tile computes ``x @ W[n_off:n_off+N_tile].T`` into ``out[..., n_off:n_off+N_tile]``
+with ``W`` in ``[N, K]`` layout. The quantized path (qdtype 6/7 and scales) reads
+packed rows of ``W`` and ``[N, ceil(K/group)]`` scales.
+"""
+
+from __future__ import annotations
+
+from amkspec.ir import DType
+from amkspec.proofs.shapes import codes as C
+from amkspec.proofs.shapes.context import OpContext, Operand, Rule
+
+QUANT_DTYPES = {6: DType.I8, 7: DType.I4}
+"""qdtype param → the dtype of the packed weight buffer (OPS_FACTS §4)."""
+
+MATMUL_RULES = (
+    Rule(C.WEIGHT_LAYOUT, "`W` is rank 2 `[N, K]` with `K == x.shape[-1]`"),
+    Rule(C.K_PARAM, "param `K` (when given) `== x.shape[-1]`"),
+    Rule(C.TILE_OUTSIDE_OUTPUT, "`n_off >= 0`, `N_tile > 0`, `n_off + N_tile <= out.shape[-1]`; "
+         "GEMM with `m_off`/`M_tile`: rows `[m_off, m_off+M_tile)` inside out's rows"),
+    Rule(C.TILE_OUTSIDE_WEIGHT, "`n_off + N_tile <= N` (rows of `W`, of scales and zeros)"),
+    Rule(C.ROW_MISMATCH, "`x` and `out` have a last dim and the same number of rows `prod(shape[:-1])`"),
+    Rule(C.BIAS_LENGTH, "fp path with a 3rd input: bias is 1-D with `>= n_off + N_tile` entries"),
+    Rule(C.INTEGER_FP_WEIGHT, "fp path: `W` has a floating-point dtype"),
+    Rule(C.QUANT_WITHOUT_SCALES,
+         "`qdtype` 6 or 7 needs a scales input (a device switches on qdtype alone)"),
+    Rule(C.PACKED_DTYPE,
+         "quantized path: `W.dtype` is I8 for qdtype 6, I4 for qdtype 7 (logical shape `[N, K]`)"),
+    Rule(C.GROUP_NOT_POSITIVE, "quantized path: `group > 0` (default `K`)"),
+    Rule(C.SCALES_SHAPE, "quantized path: scales (and zeros) are `[N, ceil(K / group)]`"),
+)
+
+DEQUANT_RULES = (
+    Rule(C.GROUP_NOT_POSITIVE, "`group > 0` (default `q.shape[-1]`), `q` has rank >= 1"),
+    Rule(C.GROUP_NOT_DIVIDING, "`q.shape[-1] % group == 0`"),
+    Rule(C.SCALES_SHAPE, "scales (and zeros) numel `== q.numel / group`"),
+    Rule(C.NUMEL_MISMATCH, "`out.numel == q.numel`"),
+)
+
+
+def check_matmul(ctx: OpContext) -> None:
+    """Spec §7 GEMV_TILE/GEMM_TILE: the tile stays inside x, W, bias/scales and out."""
+    x, w, out = ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]
+    if x.rank == 0 or out.rank == 0 or x.rows != out.rows:
+        ctx.fail(C.ROW_MISMATCH, f"computes {x.rows if x.rank else 'no'} row(s) of {x.name} "
+                 f"{list(x.shape)} into {out.name} {list(out.shape)}", [x, out])
+        return
+    k = x.shape[-1]
+    if w.rank != 2 or w.shape[1] != k:
+        ctx.fail(C.WEIGHT_LAYOUT, f"multiplies {x.name} (K = {k}) by {w.name} {list(w.shape)}, "
+                 f"which is not [N, {k}]", [x, w])
+        return
+    k_param = ctx.param("K")
+    if k_param is not None and k_param != k:
+        ctx.fail(C.K_PARAM, f"has param K = {k_param} but {x.name} has last dim {k}", [x])
+    qdtype = ctx.param("qdtype", 0)
+    if qdtype in QUANT_DTYPES and len(ctx.inputs) < 3:
+        ctx.fail(C.QUANT_WITHOUT_SCALES, f"has qdtype {qdtype} but no scales input "
+                 f"(a device reads scales past its inputs)", [w])
+        return
+    if qdtype in QUANT_DTYPES:
+        _check_quantized(ctx, qdtype, k)
+    else:
+        _check_fp(ctx)
+    _check_row_tile(ctx, out)
+
+
+def _check_fp(ctx: OpContext) -> None:
+    w, out = ctx.inputs[1], ctx.outputs[0]
+    if w.dtype is not None and not w.dtype.is_float:
+        ctx.fail(C.INTEGER_FP_WEIGHT, f"takes the floating-point path over {w.name} of dtype "
+                 f"{w.dtype.name} (quantized weights need qdtype 6/7 and scales)", [w])
+    tile = _tile(ctx, w.shape[0], out)
+    if tile is None or len(ctx.inputs) < 3:
+        return
+    bias, end = ctx.inputs[2], tile[1]
+    if bias.rank != 1 or bias.shape[0] < end:
+        ctx.fail(C.BIAS_LENGTH, f"adds bias entries [{tile[0]}, {end}) of {bias.name} {list(bias.shape)}, "
+                 f"which is not 1-D with at least {end} entries", [bias])
+
+
+def _check_quantized(ctx: OpContext, qdtype: int, k: int) -> None:
+    w, scales, out = ctx.inputs[1], ctx.inputs[2], ctx.outputs[0]
+    want = QUANT_DTYPES[qdtype]
+    if w.dtype is not None and w.dtype is not want:
+        ctx.fail(C.PACKED_DTYPE, f"has qdtype {qdtype} but packed weight {w.name} has dtype "
+                 f"{w.dtype.name}, not {want.name}", [w])
+    _tile(ctx, w.shape[0], out, default_n=scales.shape[0] if scales.rank else None)
+    group = ctx.param("group", k)
+    if group is None:
+        return
+    if group <= 0:
+        ctx.fail(C.GROUP_NOT_POSITIVE, f"has group = {group}; groups must have a positive size", [w])
+        return
+    n_groups = -(-k // group)
+    expect = (w.shape[0], n_groups)
+    for extra in ctx.inputs[2:]:
+        if extra.shape != expect:
+            ctx.fail(C.SCALES_SHAPE, f"reads {extra.name} {list(extra.shape)} as the scales of "
+                     f"{w.name} [{w.shape[0]}, {k}] with group {group}; it must be {list(expect)}",
+                     [extra, w])
+
+
+def _tile(ctx: OpContext, n_rows: int, out: Operand, default_n: int | None = None) -> tuple[int, int] | None:
+    """Check the column tile against out and the weight rows; return ``(n_off, end)`` when sane."""
+    n_off = ctx.param("n_off", 0)
+    n_tile = ctx.param("N_tile", n_rows if default_n is None else default_n)
+    if n_off is None or n_tile is None:
+        return None
+    end, width = n_off + n_tile, out.shape[-1]
+    if n_off < 0 or n_tile <= 0 or end > width:
+        ctx.fail(C.TILE_OUTSIDE_OUTPUT, f"writes columns [{n_off}, {end}) of {out.name} "
+                 f"whose last dim is {width}", [out])
+        return None
+    w = ctx.inputs[1]
+    if end > n_rows:
+        ctx.fail(C.TILE_OUTSIDE_WEIGHT, f"reads rows [{n_off}, {end}) of {w.name} "
+                 f"which has {n_rows} rows", [w])
+        return None
+    return n_off, end
+
+
+def _check_row_tile(ctx: OpContext, out: Operand) -> None:
+    """GEMM_TILE ``m_off``/``M_tile`` (used for write footprints) stay inside out's rows."""
+    if "m_off" not in ctx.params and "M_tile" not in ctx.params:
+        return
+    m_off = ctx.param("m_off", 0)
+    m_tile = ctx.param("M_tile", out.rows)
+    if m_off is None or m_tile is None:
+        return
+    if m_off < 0 or m_tile <= 0 or m_off + m_tile > out.rows:
+        ctx.fail(C.TILE_OUTSIDE_OUTPUT, f"claims rows [{m_off}, {m_off + m_tile}) of {out.name} "
+                 f"which has {out.rows} rows", [out])
+
+
+def check_dequant(ctx: OpContext) -> None:
+    """Spec §7 DEQUANT: ``q`` viewed ``[..., n_groups, group]``, scales ``[..., n_groups, 1]``."""
+    q, out = ctx.inputs[0], ctx.outputs[0]
+    group = ctx.param("group", q.shape[-1] if q.rank else None)
+    if q.rank == 0 or group is None:
+        if q.rank == 0:
+            ctx.fail(C.GROUP_NOT_POSITIVE, f"dequantizes {q.name} of rank 0 (no last dim to group)", [q])
+        return
+    if group <= 0:
+        ctx.fail(C.GROUP_NOT_POSITIVE, f"has group = {group}; groups must have a positive size", [q])
+        return
+    if q.shape[-1] % group:
+        ctx.fail(C.GROUP_NOT_DIVIDING, f"groups the last dim {q.shape[-1]} of {q.name} by {group}, "
+                 f"which does not divide it", [q])
+        return
+    n_scales = q.numel // group
+    for extra in ctx.inputs[1:]:
+        if extra.numel != n_scales:
+            ctx.fail(C.SCALES_SHAPE, f"needs {n_scales} scales for {q.name} {list(q.shape)} with group "
+                     f"{group} but {extra.name} has {extra.numel}", [extra, q])
+    if out.numel != q.numel:
+        ctx.fail(C.NUMEL_MISMATCH, f"writes {q.numel} elements into {out.name} {list(out.shape)} "
+                 f"({out.numel} elements)", [q, out])

@@ -1,0 +1,392 @@
+"""Structure obligations (codes S1xx): the program is well formed before anything is proved.
+
+Referential integrity, ids, ABI caps, opcode arity, required params and param
+types (spec §3.1 first bullet, §1.2–§1.4, §7), SM assignment range (§3.1) and
+the page table (§4). Each check is a generator of findings; a task with a
+structure error is recorded in ``ProgramIndex.rejected_tasks`` so that later
+families (memory safety) do not judge meaningless shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from amkspec.ir import (
+    ABI_MAX_INPUTS,
+    ABI_MAX_OUTPUTS,
+    ABI_MAX_RANK,
+    ABI_MAX_WAITS,
+    OP_REGISTRY,
+    PARAM_FIELDS,
+    BufferKind,
+    DType,
+    InstructionKind,
+    MemSpace,
+    Page,
+    PageAllocation,
+    Wait,
+)
+from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
+from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
+from amkspec.proofs.index import ProgramIndex, as_list, is_int
+
+_S, _E, _W = Family.STRUCTURE, Severity.ERROR, Severity.WARNING
+DUPLICATE_ID = register("S101", _S, "§1", _E, "two buffers, counters, tasks or pages share an id")
+ID_NOT_POSITION = register(
+    "S102", _S, "§8", _E, "a buffer, counter or task id is not an int equal to its list position"
+)
+COUNTER_INIT = register("S103", _S, "§1.4", _E, "a counter's init is not 0")
+UNKNOWN_BUFFER = register("S104", _S, "§3.1", _E, "a task input or output names no buffer")
+UNKNOWN_COUNTER = register("S105", _S, "§3.1", _E, "an out_counter or a wait names no counter")
+ABI_CAP = register("S106", _S, "§1.3", _E, "more than 8 inputs, 4 outputs or 8 waits")
+BAD_BUFFER = register(
+    "S107",
+    _S,
+    "§1.2",
+    _E,
+    "a buffer's rank exceeds 4, a dim is not a non-negative int, or an enum field is invalid",
+)
+BAD_THRESHOLD = register("S108", _S, "§1.4", _E, "a wait threshold is not a positive int")
+ARITY = register("S109", _S, "§7", _E, "input or output count outside the opcode's OP_REGISTRY arity")
+MISSING_PARAM = register("S110", _S, "§7", _E, "a required param of the opcode is missing")
+PARAM_TYPE = register(
+    "S111", _S, "§3.1", _E, "a param value does not fit its PARAM_FIELDS type (int32 / finite float32)"
+)
+UNKNOWN_PARAM = register("S112", _S, "§7", _W, "a param key is not in PARAM_FIELDS (it will not marshal)")
+BAD_SM = register("S113", _S, "§3.1", _E, "a task's sm is not an int in [0, target.num_sms)")
+BAD_PAGE_TABLE = register(
+    "S114", _S, "§4", _E, "the page table names a missing buffer or page, or a page record is malformed"
+)
+PAGE_TOO_SMALL = register("S115", _S, "§4", _E, "a page is smaller than a buffer bound to it")
+PAGED_NON_ACTIVATION = register("S116", _S, "§4", _E, "a buffer that is not an ACTIVATION is bound to a page")
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
+    """All structure findings, in the order: ids, counters, buffers, tasks, SMs, pages."""
+    found: list[Diagnostic] = []
+    found.extend(check_ids(ix))
+    found.extend(check_counter_init(ix))
+    found.extend(check_buffers(ix))
+    for pos in range(ix.n):
+        task_found = list(check_task(ix, pos))
+        if any(d.severity is Severity.ERROR for d in task_found):
+            ix.rejected_tasks.add(pos)
+        found.extend(task_found)
+    found.extend(check_sm(ix))
+    found.extend(check_pages(ix))
+    return found
+
+
+# -- ids -------------------------------------------------------------------------------------
+
+
+def check_ids(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """Ids are ints, unique, and equal to list positions: the ABI tables are indexed by id (spec §8)."""
+    prog = ix.prog
+    for what, records, key in (
+        ("buffer", as_list(prog.buffers), "buffers"),
+        ("counter", as_list(prog.counters), "counters"),
+        ("task", ix.tasks, "tasks"),
+    ):
+        first: dict[int, int] = {}
+        for pos, rec in enumerate(records):
+            rid = getattr(rec, "id", None)
+            ids = {key: [rid]}
+            if not is_int(rid):
+                yield diag(ID_NOT_POSITION, f"{what} at position {pos} has id {rid!r}, not an int")
+            elif rid in first:
+                yield diag(
+                    DUPLICATE_ID,
+                    f"{what}s at positions {first[rid]} and {pos} share id {rid}",
+                    **ids,
+                )
+            else:
+                first[rid] = pos
+                if rid != pos:
+                    yield diag(
+                        ID_NOT_POSITION,
+                        f"{what} {rid} is at list position {pos}; ids must equal positions",
+                        **ids,
+                    )
+
+
+def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """Counters start at 0 for every launch (spec §1.4, §2)."""
+    for c in as_list(ix.prog.counters):
+        init = getattr(c, "init", None)
+        if not (is_int(init) and init == 0):
+            cid = getattr(c, "id", None)
+            yield diag(
+                COUNTER_INIT,
+                f"counter {cid} has init {init!r}; counters are zeroed before each launch (init must be 0)",
+                counters=[cid],
+            )
+
+
+# -- buffers ---------------------------------------------------------------------------------
+
+
+def buffer_problem(buf: Any) -> str | None:
+    """Why a buffer record is malformed (spec §1.2), or None."""
+    for field, enum_type in (("kind", BufferKind), ("dtype", DType), ("space", MemSpace)):
+        if not isinstance(getattr(buf, field, None), enum_type):
+            return f"{field} {getattr(buf, field, None)!r} is not a {enum_type.__name__}"
+    shape = getattr(buf, "shape", None)
+    if not isinstance(shape, (tuple, list)):
+        return f"shape {shape!r} is not a list"
+    if len(shape) > ABI_MAX_RANK:
+        return f"rank {len(shape)} exceeds ABI_MAX_RANK ({ABI_MAX_RANK})"
+    bad = [d for d in shape if not (is_int(d) and 0 <= d <= INT32_MAX)]
+    if bad:
+        return f"shape {list(shape)!r} has dim {bad[0]!r}, not a non-negative int32"
+    return None
+
+
+def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    for buf in as_list(ix.prog.buffers):
+        problem = buffer_problem(buf)
+        if problem is not None:
+            bid = getattr(buf, "id", None)
+            yield diag(BAD_BUFFER, f"buffer {bid}:{getattr(buf, 'name', '')} {problem}", buffers=[bid])
+
+
+def buffer_nbytes(buf: Any) -> int | None:
+    """Storage bytes of a well-formed buffer, None for a malformed one."""
+    if buffer_problem(buf) is not None:
+        return None
+    return int(buf.dtype.nbytes(math.prod(buf.shape)))
+
+
+# -- tasks -----------------------------------------------------------------------------------
+
+
+def check_task(ix: ProgramIndex, pos: int) -> Iterator[Diagnostic]:
+    """Per-task structure: references, caps, thresholds, arity, params (spec §3.1, §7)."""
+    task = ix.tasks[pos]
+    who = ix.describe(pos)
+    tid = [getattr(task, "id", None)]
+    yield from _check_refs(ix, pos, who, tid)
+    yield from _check_caps(task, who, tid)
+    yield from _check_thresholds(task, who, tid)
+    op = getattr(task, "op", None)
+    spec = OP_REGISTRY.get(op) if isinstance(op, InstructionKind) else None
+    if spec is None:
+        yield diag(ARITY, f"task {who} has opcode {op!r}, which is not in OP_REGISTRY", tasks=tid)
+    else:
+        yield from _check_arity(task, spec.min_inputs, spec.max_inputs, spec.n_outputs, who, tid)
+    params = getattr(task, "params", None)
+    if not isinstance(params, dict):
+        yield diag(PARAM_TYPE, f"task {who} params {params!r} is not a mapping", tasks=tid)
+        return
+    if spec is not None:
+        for name in spec.required_params:
+            if name not in params:
+                yield diag(
+                    MISSING_PARAM,
+                    f"task {who} ({spec.kind.name}) is missing required param '{name}'",
+                    tasks=tid,
+                )
+    yield from _check_params(params, who, tid)
+
+
+def _check_refs(ix: ProgramIndex, pos: int, who: str, tid: list[Any]) -> Iterator[Diagnostic]:
+    task = ix.tasks[pos]
+    for field in ("inputs", "outputs"):
+        refs = getattr(task, field, None)
+        if not isinstance(refs, (list, tuple)):
+            yield diag(UNKNOWN_BUFFER, f"task {who} {field} {refs!r} is not a list of buffer ids", tasks=tid)
+            continue
+        for i, b in enumerate(refs):
+            if not (is_int(b) and b in ix.buffers):
+                yield diag(
+                    UNKNOWN_BUFFER,
+                    f"task {who} {field}[{i}] = {b!r} is not a buffer id",
+                    tasks=tid,
+                    buffers=[b],
+                )
+    oc = getattr(task, "out_counter", None)
+    if not (is_int(oc) and oc in ix.counters):
+        yield diag(
+            UNKNOWN_COUNTER, f"task {who} out_counter {oc!r} is not a counter id", tasks=tid, counters=[oc]
+        )
+    for i, w in enumerate(as_list(getattr(task, "waits", None))):
+        c = getattr(w, "counter", None) if isinstance(w, Wait) else None
+        if not (is_int(c) and c in ix.counters):
+            what = f"waits on counter {c!r}" if isinstance(w, Wait) else f"has wait {w!r}"
+            yield diag(
+                UNKNOWN_COUNTER,
+                f"task {who} waits[{i}] {what}, which is not a counter id",
+                tasks=tid,
+                counters=[c],
+            )
+    if not isinstance(getattr(task, "waits", None), (list, tuple)):
+        yield diag(
+            UNKNOWN_COUNTER, f"task {who} waits {getattr(task, 'waits', None)!r} is not a list", tasks=tid
+        )
+
+
+def _check_caps(task: Any, who: str, tid: list[Any]) -> Iterator[Diagnostic]:
+    for field, cap, name in (
+        ("inputs", ABI_MAX_INPUTS, "ABI_MAX_INPUTS"),
+        ("outputs", ABI_MAX_OUTPUTS, "ABI_MAX_OUTPUTS"),
+        ("waits", ABI_MAX_WAITS, "ABI_MAX_WAITS"),
+    ):
+        n = len(as_list(getattr(task, field, None)))
+        if n > cap:
+            yield diag(ABI_CAP, f"task {who} has {n} {field}, more than {name} ({cap})", tasks=tid)
+
+
+def _check_thresholds(task: Any, who: str, tid: list[Any]) -> Iterator[Diagnostic]:
+    for i, w in enumerate(as_list(getattr(task, "waits", None))):
+        if not isinstance(w, Wait):
+            continue
+        t = w.threshold
+        if not (is_int(t) and 1 <= t <= INT32_MAX):
+            yield diag(
+                BAD_THRESHOLD,
+                f"task {who} waits[{i}] on counter {w.counter!r} has threshold {t!r}; "
+                "a threshold must be a positive int",
+                tasks=tid,
+                counters=[w.counter],
+            )
+
+
+def _check_arity(task: Any, lo: int, hi: int, n_out: int, who: str, tid: list[Any]) -> Iterator[Diagnostic]:
+    n_in = len(as_list(getattr(task, "inputs", None)))
+    n_outputs = len(as_list(getattr(task, "outputs", None)))
+    op = task.op.name
+    if n_in < lo or (hi != VARIADIC and n_in > hi):
+        want = f"{lo}..{hi}" if hi != VARIADIC else f"at least {lo}"
+        yield diag(ARITY, f"task {who} ({op}) has {n_in} inputs; {op} takes {want}", tasks=tid)
+    if n_out != VARIADIC and n_outputs != n_out:
+        yield diag(ARITY, f"task {who} ({op}) has {n_outputs} outputs; {op} writes {n_out}", tasks=tid)
+
+
+def param_problem(key: str, value: Any) -> str | None:
+    """Why a known param's value does not marshal into ``amk_params_t`` (spec §7, §8), or None."""
+    kind = PARAM_FIELDS[key]
+    if kind == "i":
+        if not is_int(value):
+            return f"must be an int32, got {type(value).__name__} {value!r}"
+        if not INT32_MIN <= value <= INT32_MAX:
+            return f"= {value} is outside int32"
+        return None
+    if type(value) not in (int, float):
+        return f"must be a real number, got {type(value).__name__} {value!r}"
+    if not math.isfinite(value) or abs(value) > FLOAT32_MAX:
+        return f"= {value!r} is not a finite float32"
+    return None
+
+
+def _check_params(params: dict[Any, Any], who: str, tid: list[Any]) -> Iterator[Diagnostic]:
+    for key, value in params.items():
+        if key not in PARAM_FIELDS:
+            yield diag(UNKNOWN_PARAM, f"task {who} has unknown param {key!r} (not marshalled)", tasks=tid)
+            continue
+        problem = param_problem(key, value)
+        if problem is not None:
+            yield diag(PARAM_TYPE, f"task {who} param '{key}' {problem}", tasks=tid)
+
+
+# -- SM assignment ---------------------------------------------------------------------------
+
+
+def check_sm(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """``sm`` is None or an int in ``[0, target.num_sms)`` (spec §3.1, §8: the loader rejects sm < 0)."""
+    target = ix.prog.target
+    num_sms = getattr(target, "num_sms", None) if target is not None else None
+    limit = num_sms if is_int(num_sms) else None
+    for pos, task in enumerate(ix.tasks):
+        sm = getattr(task, "sm", None)
+        if sm is None:
+            continue
+        if not is_int(sm) or sm < 0 or (limit is not None and sm >= limit):
+            where = (
+                f"[0, {limit}) of target {getattr(target, 'name', '?')}" if limit is not None else "[0, 2^31)"
+            )
+            yield diag(
+                BAD_SM,
+                f"task {ix.describe(pos)} has sm {sm!r}, outside {where}",
+                tasks=[ix.task_id(pos)],
+            )
+            ix.rejected_tasks.add(pos)
+
+
+def valid_sm(value: Any) -> bool:
+    return is_int(value) and value >= 0
+
+
+# -- page table ------------------------------------------------------------------------------
+
+
+def page_index(ix: ProgramIndex) -> dict[int, Page]:
+    """Page id → the first page record with that id."""
+    pages = ix.prog.pages
+    out: dict[int, Page] = {}
+    if isinstance(pages, PageAllocation):
+        for page in as_list(pages.pages):
+            pid = getattr(page, "id", None)
+            if isinstance(page, Page) and is_int(pid) and pid not in out:
+                out[pid] = page
+    return out
+
+
+def check_pages(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """The page table binds existing ACTIVATION buffers to existing pages large enough (spec §4)."""
+    alloc = ix.prog.pages
+    if alloc is None:
+        return
+    if not isinstance(alloc, PageAllocation):
+        yield diag(BAD_PAGE_TABLE, f"pages {alloc!r} is not a PageAllocation")
+        return
+    yield from _check_page_records(alloc)
+    pages = page_index(ix)
+    mapping = alloc.buffer_to_page if isinstance(alloc.buffer_to_page, dict) else {}
+    for bid, pid in mapping.items():
+        buf = ix.buffers.get(bid) if is_int(bid) else None
+        page = pages.get(pid) if is_int(pid) else None
+        if buf is None:
+            yield diag(
+                BAD_PAGE_TABLE, f"buffer_to_page binds {bid!r}, which is not a buffer id", buffers=[bid]
+            )
+            continue
+        name = ix.buffer_name(bid)
+        if page is None:
+            yield diag(
+                BAD_PAGE_TABLE, f"buffer {name} is bound to page {pid!r}, which does not exist", buffers=[bid]
+            )
+            continue
+        if buf.kind is not BufferKind.ACTIVATION:
+            kind = getattr(buf.kind, "name", buf.kind)
+            yield diag(
+                PAGED_NON_ACTIVATION,
+                f"buffer {name} of kind {kind} is bound to page {pid}; only ACTIVATION buffers are paged",
+                buffers=[bid],
+            )
+        need = buffer_nbytes(buf)
+        if need is not None and is_int(page.nbytes) and page.nbytes < need:
+            yield diag(
+                PAGE_TOO_SMALL,
+                f"page {pid} has {page.nbytes} bytes but buffer {name} needs {need}",
+                buffers=[bid],
+            )
+
+
+def _check_page_records(alloc: PageAllocation) -> Iterator[Diagnostic]:
+    seen: set[int] = set()
+    if not isinstance(alloc.buffer_to_page, dict):
+        yield diag(BAD_PAGE_TABLE, f"buffer_to_page {alloc.buffer_to_page!r} is not a mapping")
+    for i, page in enumerate(as_list(alloc.pages)):
+        pid = getattr(page, "id", None)
+        if not isinstance(page, Page) or not is_int(pid):
+            yield diag(BAD_PAGE_TABLE, f"pages[{i}] = {page!r} is not a page with an int id")
+        elif pid in seen:
+            yield diag(DUPLICATE_ID, f"two pages share id {pid}")
+        elif not (is_int(page.nbytes) and page.nbytes >= 0):
+            yield diag(BAD_PAGE_TABLE, f"page {pid} has nbytes {page.nbytes!r}, not a non-negative int")
+        if is_int(pid):
+            seen.add(pid)

@@ -1,0 +1,139 @@
+"""Attention: ATTENTION_TILE (normal, PARTIAL_WRITE, batched), ATTENTION_COMBINE, ROPE (spec §7).
+
+Caches are position-major ``[max_seq, n_kv, hd]`` (batched: ``[B, max_seq, n_kv, hd]``);
+the K cache holds post-RoPE keys. GQA repeats kv heads by interleaving, so query
+head ``h`` reads kv head ``h // (n_heads // n_kv_heads)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from amkspec.ir import AttentionFlags, InstructionKind
+from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, need, semantics, store
+
+_K = InstructionKind
+
+
+def _window(cache: Tensor, start: int, length: int, rep: int) -> Tensor:
+    """Cache rows ``[start, start+length)`` (position axis −3), kv heads repeat-interleaved."""
+    if start < 0 or start + max(length, 0) > cache.shape[-3]:
+        raise OpError(f"attention window {start}+{length} outside a cache of {cache.shape[-3]} positions")
+    rows = cache[..., start : start + max(length, 0), :, :]
+    return f32(rows).repeat_interleave(rep, dim=-2)
+
+
+@semantics(
+    _K.ATTENTION_TILE, family="Attention",
+    inputs="q [n_heads, hd], k_cache, v_cache [max_seq, n_kv, hd] (a 4th input is ignored); "
+    "batched: q [B, n_heads, hd], caches [B, max_seq, n_kv, hd]",
+    outputs="out [1, n_heads·hd] (head-major); PARTIAL_WRITE: [n_heads, hd+2]",
+    params="head_dim (required); kv_start = 0; kv_len = max_seq; n_heads = q.shape[−2]; "
+    "n_kv_heads = n_heads; scale = 1/sqrt(head_dim); flags = 0 (bit0 causal: no effect, "
+    "bit1 PARTIAL_WRITE; ignored when batched)",
+    shapes="n_heads divisible by n_kv_heads; window inside the cache",
+    formula="s[h,j] = scale · q[h]·K[j, h//rep]; out[h] = Σ_j softmax_j(s[h]) · V[j, h//rep]; "
+    "PARTIAL_WRITE rows [Σ_j e^(s−m) V | m = max_j s | l = Σ_j e^(s−m)] (empty window: 0, −inf, 0)",
+)
+def attention_tile(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
+    """Spec §7 ATTENTION_TILE: GQA attention of one decode query over a KV window."""
+    arity(inputs, outputs, _K.ATTENTION_TILE, 3, 1)
+    q, k_cache, v_cache = inputs[0], inputs[1], inputs[2]
+    hd = int(need(params, "head_dim", _K.ATTENTION_TILE))
+    batched = k_cache.dim() == 4
+    n_heads = int(params.get("n_heads", q.shape[-2] if q.dim() >= 2 else 1))
+    n_kv = int(params.get("n_kv_heads", n_heads))
+    if n_kv <= 0 or n_heads % n_kv or k_cache.dim() not in (3, 4) or k_cache.shape[-2] * n_kv == 0:
+        raise OpError(
+            f"ATTENTION_TILE: {n_heads} heads cannot share {n_kv} kv heads of a {tuple(k_cache.shape)} cache"
+        )
+    start = int(params.get("kv_start", 0))
+    length = int(params.get("kv_len", k_cache.shape[-3]))
+    scale = float(params.get("scale", 1.0 / math.sqrt(hd)))
+    rep = n_heads // n_kv
+    keys, values = _window(k_cache, start, length, rep), _window(v_cache, start, length, rep)
+    lead = (k_cache.shape[0],) if batched else ()
+    try:
+        qf = f32(q).reshape(*lead, n_heads, hd)
+        scores = torch.einsum("...hd,...jhd->...hj", qf, keys) * scale
+    except RuntimeError as exc:
+        raise OpError(f"ATTENTION_TILE: q {tuple(q.shape)} does not match {n_heads} heads of {hd}") from exc
+    if not batched and int(params.get("flags", 0)) & AttentionFlags.PARTIAL_WRITE:
+        store(outputs[0], _partial(scores, values))
+        return
+    probs = torch.softmax(scores, dim=-1)
+    store(outputs[0], torch.einsum("...hj,...jhd->...hd", probs, values))
+
+
+def _partial(scores: Tensor, values: Tensor) -> Tensor:
+    """Un-normalised flash-decoding partial rows ``[acc | m | l]`` per head."""
+    n_heads, hd = scores.shape[0], values.shape[-1]
+    if scores.shape[-1] == 0:
+        m = torch.full((n_heads, 1), -math.inf)
+        return torch.cat([torch.zeros(n_heads, hd), m, torch.zeros(n_heads, 1)], dim=-1)
+    m = scores.amax(-1, keepdim=True)
+    e = torch.exp(scores - m)
+    acc = torch.einsum("hj,jhd->hd", e, values)
+    return torch.cat([acc, m, e.sum(-1, keepdim=True)], dim=-1)
+
+
+@semantics(
+    _K.ATTENTION_COMBINE, family="Attention",
+    inputs="P partials (2..8), each [n_heads, hd+2] rows [acc | m | l]", outputs="out [1, n_heads·hd]",
+    params="head_dim = partial row length − 2; n_heads = numel(part0) / (hd+2)",
+    shapes="all partials the same shape",
+    formula="M = max_p m_p; w_p = e^(m_p − M) if l_p > 0 else 0; "
+    "out = Σ_p w_p·acc_p / max(Σ_p w_p·l_p, 1e-20)",
+)
+def attention_combine(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
+    """Spec §7 ATTENTION_COMBINE: merge PARTIAL_WRITE shards (``head_dim`` may be omitted)."""
+    arity(inputs, outputs, _K.ATTENTION_COMBINE, 1, 1)
+    hd = int(params.get("head_dim", inputs[0].shape[-1] - 2 if inputs[0].dim() else 0))
+    if hd <= 0 or inputs[0].numel() % (hd + 2):
+        raise OpError(f"ATTENTION_COMBINE: partial {tuple(inputs[0].shape)} is not rows of head_dim+2")
+    n_heads = int(params.get("n_heads", inputs[0].numel() // (hd + 2)))
+    try:
+        parts = [f32(p).reshape(n_heads, hd + 2) for p in inputs]
+    except RuntimeError as exc:
+        raise OpError(f"ATTENTION_COMBINE: partials are not [{n_heads}, {hd + 2}]") from exc
+    big_m = torch.stack([p[:, hd] for p in parts]).amax(0)
+    acc = torch.zeros(n_heads, hd)
+    total = torch.zeros(n_heads)
+    for p in parts:
+        m, mass = p[:, hd], p[:, hd + 1]
+        w = torch.where(mass > 0, torch.exp(torch.where(mass > 0, m - big_m, 0.0)), 0.0)
+        total = total + mass * w
+        acc = acc + p[:, :hd] * w[:, None]
+    store(outputs[0], acc / total.clamp_min(1e-20)[:, None])
+
+
+@semantics(
+    _K.ROPE, family="Attention", inputs="x [n_heads, hd] or [S, n_heads, hd], positions (int)",
+    outputs="out (x's shape)", params="head_dim (required, even); theta = 10000.0",
+    shapes="rank 2 uses positions[0]; rank 3 needs len(positions) = S",
+    formula="inv_freq[i] = 1/theta^(i/half); a = pos·inv_freq; "
+    "out[i] = x[i]·cos a − x[i+half]·sin a; out[i+half] = x[i+half]·cos a + x[i]·sin a (rotate-half)",
+)
+def rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
+    """Spec §7 ROPE: rotate-half rotary embedding, angles from the ``positions`` input buffer."""
+    arity(inputs, outputs, _K.ROPE, 2, 1)
+    x, pos = f32(inputs[0]), inputs[1].flatten()
+    hd = int(need(params, "head_dim", _K.ROPE))
+    half = hd // 2
+    if hd <= 0 or hd % 2 or x.dim() not in (2, 3) or x.shape[-1] != hd:
+        raise OpError(f"ROPE: x {tuple(x.shape)} is not [.., heads, {hd}] with an even head_dim")
+    slabs = 1 if x.dim() == 2 else x.shape[0]
+    if pos.numel() < 1 or (x.dim() == 3 and pos.numel() != slabs):
+        raise OpError(f"ROPE: {pos.numel()} positions for {slabs} slab(s)")
+    theta = float(params.get("theta", 10000.0))
+    inv_freq = 1.0 / (theta ** (torch.arange(half, dtype=torch.float32) / half))
+    ang = pos[:slabs].float()[:, None] * inv_freq
+    c, s = torch.cos(ang), torch.sin(ang)
+    if x.dim() == 3:
+        c, s = c[:, None, :], s[:, None, :]
+    else:
+        c, s = c[0], s[0]
+    x1, x2 = x[..., :half], x[..., half:]
+    store(outputs[0], torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1))

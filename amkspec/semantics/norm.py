@@ -1,0 +1,44 @@
+"""Normalisation: RMSNORM and LAYERNORM over the last dimension (spec §7)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from amkspec.ir import InstructionKind
+from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, semantics, store
+
+_K = InstructionKind
+
+
+@semantics(
+    _K.RMSNORM, family="Normalisation", inputs="x [rows, H], w [H]", outputs="out (x's shape)",
+    params="eps = 1e-6; hidden (required, not read: the last dim is used)",
+    shapes="w broadcasts over rows",
+    formula="r = rsqrt(mean(x², last dim) + eps); out = (x · r) · w, in float32, then cast",
+)
+def rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
+    """Spec §7 RMSNORM (float32; ``x·r`` before ``·w``, eps default 1e-6)."""
+    arity(inputs, outputs, _K.RMSNORM, 2, 1)
+    x = f32(inputs[0])
+    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + float(params.get("eps", 1e-6)))
+    store(outputs[0], (x * r) * f32(inputs[1]))
+
+
+@semantics(
+    _K.LAYERNORM, family="Normalisation", inputs="x [rows, H], w [H], optional b [H]",
+    outputs="out (x's shape)", params="eps = 1e-5; hidden = x's last dim",
+    shapes="normalises the trailing ``hidden`` elements",
+    formula="out = (x − mean) / sqrt(var + eps) · w (+ b), biased variance, float32, then cast",
+)
+def layernorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
+    """Spec §7 LAYERNORM (eps default 1e-5, unlike RMSNORM's 1e-6)."""
+    arity(inputs, outputs, _K.LAYERNORM, 2, 1)
+    x = f32(inputs[0])
+    hidden = int(params.get("hidden", x.shape[-1]))
+    bias = f32(inputs[2]) if len(inputs) > 2 else None
+    try:
+        y = F.layer_norm(x, (hidden,), f32(inputs[1]), bias, float(params.get("eps", 1e-5)))
+    except RuntimeError as exc:
+        raise OpError(f"LAYERNORM: {exc}") from exc
+    store(outputs[0], y)

@@ -1,0 +1,384 @@
+"""The proof obligations of spec §3 as Z3 queries over execution prefixes.
+
+Each query asks for a bad execution. UNSAT is a proof that none exists for
+this program; SAT yields a :class:`~amkspec.smt.witness.Witness`:
+
+* **read race** (spec §3.2): a reader of a transient buffer (ACTIVATION,
+  IO_OUTPUT, or a KV_CACHE written this pass) starts while some other writer
+  of it has not ended: ``s_r < e_w``;
+* **write race**: two writers with overlapping footprints run at the same
+  time. (Two writers that can run in either order can also overlap: ended
+  sets of reachable states are closed under union, so from the union of the
+  states where each could start, both can start. Unless they share an SM
+  queue, which fixes their order. One query therefore covers both cases.)
+* **page clobber** (spec §4): a write of one occupant of a page lands inside
+  the live range of another (after it was written, before its reader ended);
+* **deadlock** (spec §3.1): a reachable state where nothing runs, not every
+  task finished, and every unstarted task is blocked by an unmet wait or an
+  unfinished SM-queue predecessor;
+* **cycle**: a cycle of producer→consumer and SM-queue edges;
+* **unwritten read**: a task that reads a transient buffer no task writes can start.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+
+import attrs
+import z3
+
+from amkspec.ir import MegakernelProgram
+from amkspec.proofs.trace import Event, Trace
+from amkspec.smt.encoding import Encoding
+from amkspec.smt.view import PageShare, ProgramView, ReadObligation, WriterPair, build_view
+from amkspec.smt.witness import Blocked, BlockedWait, CycleEdge, Witness
+
+
+@attrs.frozen
+class QueryResult:
+    """One discharged obligation: ``witness`` None means UNSAT (proved for this program)."""
+
+    query: str
+    kind: str
+    tasks: tuple[int, ...]
+    witness: Witness | None
+    seconds: float
+
+    @property
+    def proved(self) -> bool:
+        return self.witness is None
+
+
+class Prover:
+    """All queries of one program on one incremental :class:`Encoding`."""
+
+    def __init__(self, prog: MegakernelProgram) -> None:
+        self.prog = prog
+        self.view: ProgramView = build_view(prog)
+        self.enc = Encoding(self.view)
+        self.buffer_names = {b.id: b.name for b in prog.buffers}
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _name(self, i: int) -> str:
+        t = self.view.tasks[i]
+        return f"{t.id}:{t.label}" if t.label else str(t.id)
+
+    def _buf(self, b: int) -> str:
+        return f"{b}:{self.buffer_names.get(b, '?')}"
+
+    def _timed(
+        self, query: str, kind: str, tasks: list[int], run: Callable[[], Witness | None]
+    ) -> QueryResult:
+        t0 = time.perf_counter()
+        witness = run()
+        return QueryResult(query, kind, tuple(self.view.ids(tasks)), witness, time.perf_counter() - t0)
+
+    # -- read races ------------------------------------------------------------------------------
+    def read_race(
+        self, reader: int, buffer: int | None = None, writers: Iterable[int] | None = None
+    ) -> QueryResult:
+        """Can ``reader`` start before some other writer of one of its transient inputs ends?
+
+        ``buffer`` and ``writers`` (task indices) narrow the question to one obligation.
+        """
+        allowed = None if writers is None else set(writers)
+        pairs = [
+            (o, w)
+            for o in self.view.reads
+            if o.reader == reader and buffer in (None, o.buffer)
+            for w in o.writers
+            if allowed is None or w in allowed
+        ]
+        kind = "kv-race" if any(o.kv for o, _ in pairs) else "read-race"
+        return self._timed(
+            f"read-race(task {self._name(reader)})", kind, [reader], lambda: self._read_witness(reader, pairs)
+        )
+
+    def _read_witness(self, r: int, pairs: list[tuple[ReadObligation, int]]) -> Witness | None:
+        if not pairs:
+            return None
+        enc = self.enc
+        enc.ensure([r, *(w for _, w in pairs)])
+        model = enc.check(z3.And(enc.started(r), z3.Or([enc.start(r) < enc.end(w) for _, w in pairs])))
+        if model is None:
+            return None
+        o, w = next((o, w) for o, w in pairs if enc.happened(model, enc.start(r) < enc.end(w)))
+        ids = self.view.ids([r, w])
+        return Witness(
+            "kv-race" if o.kv else "read-race",
+            f"task {self._name(r)} reads {self._buf(o.buffer)} before writer {self._name(w)} has ended",
+            tuple(ids),
+            (o.buffer,),
+            (),
+            {"reader": ids[0], "writer": ids[1], "buffer": o.buffer},
+            enc.trace(model, self.view.closure([r, w])),
+        )
+
+    def unwritten_read(self, reader: int, buffer: int) -> QueryResult:
+        """Can ``reader`` start at all? It then reads ``buffer``, which no task writes."""
+
+        def run() -> Witness | None:
+            if self.view.buffer_users.get(buffer, ([], []))[1]:
+                return None
+            self.enc.ensure([reader])
+            model = self.enc.check(self.enc.started(reader))
+            if model is None:
+                return None
+            tid = self.view.tasks[reader].id
+            return Witness(
+                "unwritten-read",
+                f"task {self._name(reader)} reads {self._buf(buffer)}, which no task writes",
+                (tid,),
+                (buffer,),
+                (),
+                {"reader": tid, "buffer": buffer},
+                self.enc.trace(model, self.view.closure([reader])),
+            )
+
+        return self._timed(f"unwritten-read(task {self._name(reader)})", "unwritten-read", [reader], run)
+
+    # -- write races -----------------------------------------------------------------------------
+    def write_race(self, pair: WriterPair) -> QueryResult:
+        """Can two writers with overlapping footprints run at the same time?"""
+        return self._timed(
+            f"write-race(tasks {self._name(pair.a)}, {self._name(pair.b)})",
+            "write-race",
+            [pair.a, pair.b],
+            lambda: self._write_witness(pair),
+        )
+
+    def _write_witness(self, pair: WriterPair) -> Witness | None:
+        enc, a, b = self.enc, pair.a, pair.b
+        enc.ensure([a, b])
+        model = enc.check(
+            z3.And(enc.started(a), enc.started(b), enc.start(a) < enc.end(b), enc.start(b) < enc.end(a))
+        )
+        if model is None:
+            return None
+        ids = tuple(self.view.ids([a, b]))
+        return Witness(
+            "write-race",
+            f"writers {self._name(a)} and {self._name(b)} of {self._buf(pair.buffer)} run at the same time",
+            ids,
+            (pair.buffer,),
+            (),
+            {"first": ids[0], "second": ids[1], "buffer": pair.buffer},
+            enc.trace(model, self.view.closure([a, b])),
+        )
+
+    # -- page clobbers ---------------------------------------------------------------------------
+    def page_clobber(self, share: PageShare) -> QueryResult:
+        """Can a write of one occupant land inside the live range of the other?"""
+        users = self.view.buffer_users
+        involved = sorted({i for b in (share.a, share.b) for side in users.get(b, ([], [])) for i in side})
+        return self._timed(
+            f"page-clobber(page {share.page}: buffers {share.a}, {share.b})",
+            "page-clobber",
+            involved,
+            lambda: self._clobber_witness(share, involved),
+        )
+
+    def _clobber_triples(self, share: PageShare) -> Iterator[tuple[int, int, int, int, int]]:
+        users = self.view.buffer_users
+        for x, y in ((share.a, share.b), (share.b, share.a)):
+            readers, writers = users.get(x, ([], []))
+            for u1 in writers:
+                for u2 in readers:
+                    for v in users.get(y, ([], []))[1]:
+                        if v != u1:
+                            yield x, y, u1, u2, v
+
+    def _clobber_witness(self, share: PageShare, involved: list[int]) -> Witness | None:
+        enc = self.enc
+        triples = list(self._clobber_triples(share))
+        if not triples:
+            return None
+        enc.ensure(involved)
+
+        def bad(u1: int, u2: int, v: int) -> z3.BoolRef:
+            return z3.And(
+                enc.ended(u1),
+                enc.started(v),
+                enc.started(u2),
+                enc.end(u1) < enc.end(v),
+                enc.start(v) < enc.end(u2),
+            )
+
+        model = enc.check(z3.Or([bad(u1, u2, v) for _, _, u1, u2, v in triples]))
+        if model is None:
+            return None
+        x, y, u1, u2, v = next(t for t in triples if enc.happened(model, bad(*t[2:])))
+        ids = self.view.ids([u1, u2, v])
+        return Witness(
+            "page-clobber",
+            f"{self._name(v)} writes {self._buf(y)} on page {share.page} while {self._buf(x)}, "
+            f"written by {self._name(u1)}, is still to be read by {self._name(u2)}",
+            tuple(dict.fromkeys(ids)),
+            (x, y),
+            (),
+            {
+                "writer": ids[0],
+                "reader": ids[1],
+                "clobberer": ids[2],
+                "page": share.page,
+                "buffer": x,
+                "other": y,
+            },
+            enc.trace(model, self.view.closure([u1, u2, v])),
+        )
+
+    # -- deadlock --------------------------------------------------------------------------------
+    def deadlock(self, task: int | None = None) -> QueryResult:
+        """A reachable stuck state (with ``task`` unfinished, when given)."""
+        scope = range(len(self.view.tasks)) if task is None else sorted(self.view.closure([task]))
+        name = "deadlock" if task is None else f"deadlock(task {self._name(task)})"
+        return self._timed(
+            name,
+            "deadlock",
+            [] if task is None else [task],
+            lambda: self._deadlock_witness(list(scope), task),
+        )
+
+    def _unmet(self, c: int, t: int) -> z3.BoolRef:
+        prods = self.view.producers.get(c, [])
+        if t <= 0:
+            return z3.BoolVal(False)
+        if len(prods) < t:
+            return z3.BoolVal(True)
+        return z3.Sum([z3.If(self.enc.ended(p), 1, 0) for p in prods]) < t
+
+    def _deadlock_witness(self, scope: list[int], task: int | None) -> Witness | None:
+        enc, view = self.enc, self.view
+        if not scope:
+            return None
+        enc.ensure(scope)
+        goal = []
+        for i in scope:
+            blocked = [self._unmet(c, t) for c, t in view.tasks[i].waits]
+            if i in view.queue_prev:
+                blocked.append(z3.Not(enc.ended(view.queue_prev[i])))
+            goal.append(z3.Implies(enc.started(i), enc.ended(i)))
+            goal.append(z3.Or(enc.started(i), z3.Or(blocked) if blocked else z3.BoolVal(False)))
+        goal.append(
+            z3.Not(enc.ended(task)) if task is not None else z3.Or([z3.Not(enc.ended(i)) for i in scope])
+        )
+        model = enc.check(z3.And(goal))
+        if model is None:
+            return None
+        events, blocked_list = self._complete_stuck(enc.trace(model, set(scope)))
+        ids = tuple(b.task for b in blocked_list)
+        return Witness(
+            "deadlock",
+            f"{len(blocked_list)} task(s) can never start",
+            ids,
+            (),
+            tuple(sorted({w.counter for b in blocked_list for w in b.waits})),
+            {} if task is None else {"task": view.tasks[task].id},
+            events,
+            blocked_list,
+        )
+
+    def _complete_stuck(self, trace: Trace) -> tuple[Trace, tuple[Blocked, ...]]:
+        """Run every other runnable task after ``trace`` and name what blocks the rest."""
+        view = self.view
+        pos = {t.id: t.index for t in view.tasks}
+        done = {pos[e.task] for e in trace if e.kind == "end"}
+        value = {c: sum(1 for p in ps if p in done) for c, ps in view.producers.items()}
+        events = list(trace)
+
+        def ready(i: int) -> bool:
+            t = view.tasks[i]
+            prev = view.queue_prev.get(i)
+            return (prev is None or prev in done) and all(value.get(c, 0) >= th for c, th in t.waits)
+
+        waiting = deque(i for i in range(len(view.tasks)) if i not in done)
+        progress = True
+        while progress:
+            progress = False
+            for _ in range(len(waiting)):
+                i = waiting.popleft()
+                if ready(i):
+                    done.add(i)
+                    value[view.tasks[i].out_counter] = value.get(view.tasks[i].out_counter, 0) + 1
+                    events += [Event("start", view.tasks[i].id), Event("end", view.tasks[i].id)]
+                    progress = True
+                else:
+                    waiting.append(i)
+        blocked = []
+        for i in sorted(waiting):
+            t = view.tasks[i]
+            unmet = tuple(BlockedWait(c, th, value.get(c, 0)) for c, th in t.waits if value.get(c, 0) < th)
+            prev = view.queue_prev.get(i)
+            blocked.append(
+                Blocked(t.id, unmet, None if prev is None or prev in done else view.tasks[prev].id)
+            )
+        return tuple(events), tuple(blocked)
+
+    # -- cycles ----------------------------------------------------------------------------------
+    def succ_edges(self) -> dict[int, list[tuple[int, str]]]:
+        """Producer→consumer and SM-queue edges, by source index."""
+        out: dict[int, list[tuple[int, str]]] = {i: [] for i in range(len(self.view.tasks))}
+        for t in self.view.tasks:
+            for c, _ in t.waits:
+                for p in self.view.producers.get(c, ()):
+                    out[p].append((t.index, f"counter {c}"))
+        for nxt, prev in self.view.queue_prev.items():
+            out[prev].append((nxt, f"sm {self.view.tasks[nxt].sm} queue"))
+        return out
+
+    def cycle(self, within: Iterable[int] | None = None) -> QueryResult:
+        """A non-empty set of tasks (inside ``within``) each with a successor in the set holds a cycle."""
+        scope = None if within is None else set(within)
+        return self._timed(
+            "cycle", "cycle", [] if scope is None else sorted(scope), lambda: self._cycle_witness(scope)
+        )
+
+    def _cycle_witness(self, scope: set[int] | None) -> Witness | None:
+        succ = {
+            i: [(j, via) for j, via in es if scope is None or j in scope]
+            for i, es in self.succ_edges().items()
+            if scope is None or i in scope
+        }
+        member = {i: z3.Bool(f"in{i}") for i in succ}
+        goal = [z3.Or(list(member.values()))] if member else [z3.BoolVal(False)]
+        goal += [
+            z3.Implies(member[i], z3.Or([member[j] for j, _ in es])) if es else z3.Not(member[i])
+            for i, es in succ.items()
+        ]
+        model = self.enc.check(z3.And(goal))
+        if model is None:
+            return None
+        inside = {i for i, b in member.items() if z3.is_true(model.eval(b, model_completion=True))}
+        path: list[tuple[int, int, str]] = []
+        seen: dict[int, int] = {}
+        i = min(inside)
+        while i not in seen:
+            seen[i] = len(path)
+            j, via = next((j, via) for j, via in succ[i] if j in inside)
+            path.append((i, j, via))
+            i = j
+        loop = path[seen[i] :]
+        edges = tuple(CycleEdge(self.view.tasks[a].id, self.view.tasks[b].id, via) for a, b, via in loop)
+        ids = tuple(e.src for e in edges)
+        return Witness(
+            "cycle",
+            f"a cycle of {len(edges)} edge(s): none of its tasks can start first",
+            ids,
+            (),
+            (),
+            {},
+            (),
+            (),
+            edges,
+        )
+
+    # -- everything ------------------------------------------------------------------------------
+    def prove_all(self) -> list[QueryResult]:
+        """Every query of the program: all UNSAT is a per-program proof of spec §3."""
+        results = [self.cycle(), self.deadlock()]
+        results += [self.read_race(r) for r in sorted({o.reader for o in self.view.reads})]
+        results += [self.write_race(p) for p in self.view.writer_pairs]
+        results += [self.page_clobber(s) for s in self.view.page_shares]
+        return results

@@ -1,0 +1,362 @@
+"""Bounded soundness theorems: the validator's rules imply safe executions, for every small program.
+
+Each theorem asks Z3 for a *symbolic* program of at most ``n`` tasks — out_counters,
+waits, thresholds, SM assignment, reads and writes (with column footprints)
+all unknown — that satisfies the validator's rules **and** has a bad execution
+(the same prefix semantics as :mod:`amkspec.smt.encoding`). UNSAT proves the
+rules sound for every program up to that size.
+
+Why the bounds are only on tasks: a program with fewer tasks embeds into one
+with ``n`` (pad with independent tasks that wait on nothing and touch nothing);
+``n`` counters suffice because only counters that have producers can be
+waited on; one wait per counter is enough (two waits on one counter mean the
+larger threshold); ``n`` SMs cover every assignment. A race involves one
+buffer, and the rules constrain each buffer separately, so dropping the other
+buffers keeps a counterexample a counterexample: one buffer (two for pages)
+is enough.
+
+Rule sets: ``"amkspec"`` is what :func:`amkspec.proofs.validate` enforces;
+``"original"`` replaces the SM-queue rule by the reference validator's
+pairwise check; ``"spec-prose"`` replaces happens-before provenance by the
+spec's wording ("some transitive predecessor wrote it"). The last two are
+expected to fail: their counterexamples are why amkspec's rules differ.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import attrs
+import z3
+
+RULE_SETS = ("amkspec", "original", "spec-prose")
+
+
+@attrs.frozen
+class TheoremResult:
+    name: str
+    statement: str
+    bound: int
+    rules: str
+    holds: bool | None
+    """True: UNSAT (proved up to the bound); False: counterexample; None: solver gave up."""
+    seconds: float
+    counterexample: str = ""
+
+
+class SymbolicProgram:
+    """A program of ``n`` tasks whose structure is unknown, and one execution prefix of it."""
+
+    def __init__(self, n: int, buffers: int, rules: str, sms: bool) -> None:
+        if rules not in RULE_SETS:
+            raise ValueError(f"unknown rule set {rules!r}")
+        self.n, self.rules, self.nb = n, rules, buffers
+        r = range(n)
+        self.prod = [[z3.Bool(f"prod_{p}_{c}") for c in r] for p in r]
+        self.waits = [[z3.Bool(f"wait_{i}_{c}") for c in r] for i in r]
+        self.thr = [[z3.Int(f"thr_{i}_{c}") for c in r] for i in r]
+        self.sm = [z3.Int(f"sm_{i}") for i in r]
+        self.reads = [[z3.Bool(f"read_{i}_{b}") for b in range(buffers)] for i in r]
+        self.writes = [[z3.Bool(f"write_{i}_{b}") for b in range(buffers)] for i in r]
+        self.lo = [z3.Int(f"lo_{i}") for i in r]
+        self.hi = [z3.Int(f"hi_{i}") for i in r]
+        self.kv = [z3.Bool(f"kv_{b}") for b in range(buffers)]
+        self.rank = [z3.Int(f"rank_{i}") for i in r]
+        self.anc = [[z3.Bool(f"anc_{a}_{b}") for b in r] for a in r]
+        self.s = [z3.Int(f"s_{i}") for i in r]
+        self.e = [z3.Int(f"e_{i}") for i in r]
+        self.facts: list[z3.BoolRef] = []
+        self._shape(sms)
+        self._rules()
+        self._execution()
+
+    # -- the program's shape ---------------------------------------------------------------------
+    def nprod(self, c: int) -> z3.ArithRef:
+        return z3.Sum([z3.If(self.prod[p][c], 1, 0) for p in range(self.n)])
+
+    def edge(self, a: int, b: int) -> z3.BoolRef:
+        return z3.Or([z3.And(self.prod[a][c], self.waits[b][c]) for c in range(self.n)])
+
+    def same_queue(self, a: int, b: int) -> z3.BoolRef:
+        return z3.And(self.sm[a] >= 0, self.sm[a] == self.sm[b])
+
+    def _shape(self, sms: bool) -> None:
+        n, f = self.n, self.facts
+        for i in range(n):
+            f.append(z3.PbEq([(x, 1) for x in self.prod[i]], 1))
+            f.append(z3.And(self.sm[i] >= -1, self.sm[i] < n) if sms else self.sm[i] == -1)
+            f.append(z3.And(self.lo[i] >= 0, self.lo[i] < self.hi[i], self.hi[i] <= n))
+            f.extend(z3.And(self.thr[i][c] >= 1, self.thr[i][c] <= n) for c in range(n))
+
+    # -- the validator's rules -------------------------------------------------------------------
+    def _rules(self) -> None:
+        n, f = self.n, self.facts
+        for i in range(n):
+            for c in range(n):
+                w, t, np_ = self.waits[i][c], self.thr[i][c], self.nprod(c)
+                f.append(z3.Implies(w, t <= np_))  # D201/D202
+                f.append(z3.Implies(z3.And(w, np_ > 1), t == np_))  # R301 all-join
+                f.append(z3.Not(z3.And(w, self.prod[i][c])))  # D203 self-wait
+        for a in range(n):
+            for b in range(n):
+                dep = self.edge(a, b)
+                f.append(z3.Implies(dep, self.rank[a] < self.rank[b]))  # D204 acyclic
+                if self.rules == "original":  # pairwise queue rule
+                    if a >= b:
+                        f.append(z3.Not(z3.And(dep, self.same_queue(a, b))))
+                elif a < b:  # D205 dag ∪ queue
+                    f.append(z3.Implies(self.same_queue(a, b), self.rank[a] < self.rank[b]))
+                f.append(
+                    self.anc[a][b]
+                    == z3.Or(
+                        dep, *[z3.And(self.anc[a][k], self.edge(k, b)) for k in range(n) if k not in (a, b)]
+                    )
+                )
+        for b in range(self.nb):
+            self._buffer_rules(b)
+
+    def _buffer_rules(self, b: int) -> None:
+        n, f = self.n, self.facts
+        writers = [self.writes[w][b] for w in range(n)]
+        for r in range(n):
+            f.append(z3.Implies(z3.And(self.reads[r][b], z3.Not(self.kv[b])), z3.Or(writers)))  # R302
+            if self.rules == "spec-prose":
+                some = z3.Or([z3.And(self.writes[w][b], self.anc[w][r]) for w in range(n) if w != r])
+                f.append(
+                    z3.Implies(
+                        z3.And(self.reads[r][b], z3.Or([writers[w] for w in range(n) if w != r])), some
+                    )
+                )
+            else:
+                f.extend(
+                    z3.Implies(z3.And(self.reads[r][b], self.writes[w][b]), self.anc[w][r])  # R303/R305
+                    for w in range(n)
+                    if w != r
+                )
+        pairs = [(x, y) for x in range(n) for y in range(x + 1, n)]
+        both = {p: z3.And(self.writes[p[0]][b], self.writes[p[1]][b]) for p in pairs}
+        tiles = z3.And(
+            [
+                z3.Implies(
+                    both[(x, y)],
+                    z3.And(
+                        z3.Not(self.overlap(x, y)), *[self.prod[x][c] == self.prod[y][c] for c in range(n)]
+                    ),
+                )
+                for x, y in pairs
+            ]
+        )
+        ordered = z3.And([z3.Implies(both[(x, y)], z3.Or(self.anc[x][y], self.anc[y][x])) for x, y in pairs])
+        f.append(z3.Or(tiles, ordered))  # R306
+
+    def overlap(self, a: int, b: int) -> z3.BoolRef:
+        return z3.And(self.lo[a] < self.hi[b], self.lo[b] < self.hi[a])
+
+    # -- one execution prefix (events happen at negative times) -----------------------------------
+    def started(self, i: int) -> z3.BoolRef:
+        return self.s[i] < 0
+
+    def ended(self, i: int) -> z3.BoolRef:
+        return self.e[i] < 0
+
+    def _execution(self) -> None:
+        n, f = self.n, self.facts
+        for i in range(n):
+            f.append(self.s[i] < self.e[i])
+            for c in range(n):
+                got = z3.Sum([z3.If(z3.And(self.prod[p][c], self.e[p] < self.s[i]), 1, 0) for p in range(n)])
+                f.append(z3.Implies(z3.And(self.started(i), self.waits[i][c]), got >= self.thr[i][c]))
+            for j in range(i):
+                f.append(z3.Implies(z3.And(self.started(i), self.same_queue(j, i)), self.e[j] < self.s[i]))
+
+    def blocked(self, i: int) -> z3.BoolRef:
+        unmet = [
+            z3.And(
+                self.waits[i][c],
+                z3.Sum([z3.If(z3.And(self.prod[p][c], self.ended(p)), 1, 0) for p in range(self.n)])
+                < self.thr[i][c],
+            )
+            for c in range(self.n)
+        ]
+        queue = [z3.And(self.same_queue(j, i), z3.Not(self.ended(j))) for j in range(i)]
+        return z3.Or(unmet + queue)
+
+
+# -- the bad executions --------------------------------------------------------------------------
+
+
+def _read_race(p: SymbolicProgram, kv: bool) -> z3.BoolRef:
+    n = p.n
+    return z3.And(
+        p.kv[0] == kv,
+        z3.Or(
+            [
+                z3.And(p.reads[r][0], p.writes[w][0], p.started(r), p.s[r] < p.e[w])
+                for r in range(n)
+                for w in range(n)
+                if r != w
+            ]
+        ),
+    )
+
+
+def _write_race(p: SymbolicProgram) -> z3.BoolRef:
+    n = p.n
+    return z3.Or(
+        [
+            z3.And(
+                p.writes[a][0],
+                p.writes[b][0],
+                p.overlap(a, b),
+                p.started(a),
+                p.started(b),
+                p.s[a] < p.e[b],
+                p.s[b] < p.e[a],
+            )
+            for a in range(n)
+            for b in range(a + 1, n)
+        ]
+    )
+
+
+def _deadlock(p: SymbolicProgram) -> z3.BoolRef:
+    n = p.n
+    return z3.And(
+        *[z3.Implies(p.started(i), p.ended(i)) for i in range(n)],
+        *[z3.Or(p.started(i), p.blocked(i)) for i in range(n)],
+        z3.Or([z3.Not(p.ended(i)) for i in range(n)]),
+    )
+
+
+def _page_clobber(p: SymbolicProgram) -> z3.BoolRef:
+    """Buffers 0 and 1 share a page; a write of 1 lands in the live range of 0 (by symmetry, WLOG)."""
+    n, f = p.n, []
+    uses = [[z3.Or(p.reads[u][b], p.writes[u][b]) for u in range(n)] for b in (0, 1)]
+    for first, then in ((0, 1), (1, 0)):
+        f.append(
+            z3.And(
+                [
+                    z3.Implies(z3.And(uses[first][u], p.writes[v][then]), p.anc[u][v])
+                    for u in range(n)
+                    for v in range(n)
+                ]
+            )
+        )
+    ordered = z3.Or(f)
+    clobber = z3.Or(
+        [
+            z3.And(
+                p.writes[u1][0],
+                p.reads[u2][0],
+                p.writes[v][1],
+                p.ended(u1),
+                p.started(v),
+                p.started(u2),
+                p.e[u1] < p.e[v],
+                p.s[v] < p.e[u2],
+            )
+            for u1 in range(n)
+            for u2 in range(n)
+            for v in range(n)
+            if v != u1
+        ]
+    )
+    return z3.And(ordered, clobber)
+
+
+@attrs.frozen
+class Theorem:
+    name: str
+    statement: str
+    buffers: int
+    sms: bool
+    bad: Callable[[SymbolicProgram], z3.BoolRef]
+
+
+THEOREMS: tuple[Theorem, ...] = (
+    Theorem(
+        "deadlock-freedom",
+        "with no SM assigned, no accepted program reaches a stuck state",
+        0,
+        False,
+        _deadlock,
+    ),
+    Theorem(
+        "sm-queue-deadlock-freedom",
+        "with any SM assignment, no accepted program reaches a stuck state",
+        0,
+        True,
+        _deadlock,
+    ),
+    Theorem(
+        "read-race-freedom",
+        "no read of an ACTIVATION/IO_OUTPUT can start before another writer ends",
+        1,
+        True,
+        lambda p: _read_race(p, kv=False),
+    ),
+    Theorem(
+        "kv-ordering",
+        "no read of a KV_CACHE written this pass can start before its writer ends",
+        1,
+        True,
+        lambda p: _read_race(p, kv=True),
+    ),
+    Theorem(
+        "write-race-freedom",
+        "no two writers with overlapping footprints can run at the same time",
+        1,
+        True,
+        _write_race,
+    ),
+    Theorem(
+        "page-clobber-freedom",
+        "no write of one page occupant lands in another occupant's live range",
+        2,
+        True,
+        _page_clobber,
+    ),
+)
+
+
+def prove(theorem: Theorem, n: int, rules: str = "amkspec", timeout_s: float | None = None) -> TheoremResult:
+    """Prove ``theorem`` for every program of at most ``n`` tasks under ``rules``."""
+    t0 = time.perf_counter()
+    p = SymbolicProgram(n, theorem.buffers, rules, theorem.sms)
+    solver = z3.Solver()
+    if timeout_s is not None:
+        solver.set("timeout", int(timeout_s * 1000))
+    solver.add(p.facts)
+    solver.add(theorem.bad(p))
+    result = solver.check()
+    holds = None if result == z3.unknown else result == z3.unsat
+    example = _describe(p, solver.model()) if result == z3.sat else ""
+    return TheoremResult(theorem.name, theorem.statement, n, rules, holds, time.perf_counter() - t0, example)
+
+
+def _describe(p: SymbolicProgram, m: z3.ModelRef) -> str:
+    """The counterexample program, one task per line."""
+
+    def val(x: z3.BoolRef) -> bool:
+        return bool(z3.is_true(m.eval(x, model_completion=True)))
+
+    def num(x: z3.ArithRef) -> int:
+        return int(m.eval(x, model_completion=True).as_long())
+
+    lines = []
+    for i in range(p.n):
+        oc = next(c for c in range(p.n) if val(p.prod[i][c]))
+        waits = [f"c{c}>={num(p.thr[i][c])}" for c in range(p.n) if val(p.waits[i][c])]
+        rw = [
+            f"{'R' if val(p.reads[i][b]) else ''}{'W' if val(p.writes[i][b]) else ''}b{b}"
+            for b in range(p.nb)
+            if val(p.reads[i][b]) or val(p.writes[i][b])
+        ]
+        sm, s, e = num(p.sm[i]), num(p.s[i]), num(p.e[i])
+        when = "not started" if s >= 0 else f"start {s}, " + (f"end {e}" if e < 0 else "running")
+        lines.append(
+            f"task {i}: signals c{oc}; waits [{', '.join(waits)}]; {' '.join(rw) or 'no buffers'}; "
+            f"cols [{num(p.lo[i])},{num(p.hi[i])}); sm {'-' if sm == -1 else sm}; {when}"
+        )
+    return "\n".join(lines)

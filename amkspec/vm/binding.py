@@ -1,0 +1,104 @@
+"""Binding a program's buffers to tensors for one launch (spec §2 decode-loop model, §4).
+
+WEIGHT/CONST come from ``weights[source]`` (or the buffer name when it has no
+source), IO_INPUT from ``inputs[name]``, KV_CACHE from ``kv[name]`` or the
+previous launch (zeros on the first), ACTIVATION/IO_OUTPUT start as zeros.
+Shapes must match exactly (packed I4: last dim ``ceil(K/2)``); dtypes convert when
+the conversion is lossless, and float buffers also accept any float (F16/BF16
+buffers take float32 arrays and round). The caller's tensors are never written:
+read-only buffers that no task writes may share memory with the caller, every
+other bound tensor is a private copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, DType, MegakernelProgram
+from amkspec.semantics import empty_storage, storage_shape, torch_dtype
+from amkspec.vm.errors import BindingError
+
+Tensor = torch.Tensor
+
+
+def as_tensor(value: Any, what: str) -> Tensor:
+    """A CPU tensor viewing ``value`` (numpy array, torch tensor, or nested lists/numbers)."""
+    if isinstance(value, Tensor):
+        return value.detach().cpu()
+    try:
+        array = np.asarray(value)
+        if not array.flags.writeable or not array.dtype.isnative:
+            array = array.astype(array.dtype.newbyteorder("="), copy=True)
+        return torch.as_tensor(array)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise BindingError(f"{what}: not a numeric array ({exc})") from exc
+
+
+def _lossless(src: Tensor, dst: torch.dtype) -> bool:
+    """Whether converting ``src`` to ``dst`` and back reproduces every value."""
+    try:
+        return bool(torch.equal(src.to(dst).to(src.dtype), src))
+    except RuntimeError:
+        return False
+
+
+def convert(value: Any, buffer: Buffer, what: str, private: bool) -> Tensor:
+    """``value`` as the storage tensor of ``buffer``, shape- and type-checked (see the module doc)."""
+    src = as_tensor(value, what)
+    shape = storage_shape(buffer.dtype, buffer.shape)
+    if tuple(src.shape) != shape:
+        packed = " (packed I4: two levels per byte)" if buffer.dtype is DType.I4 else ""
+        raise BindingError(f"{what}: shape {tuple(src.shape)} but buffer {buffer.name!r} is {shape}{packed}")
+    dst = torch_dtype(buffer.dtype)
+    if src.dtype == dst:
+        return src.clone() if private else src
+    if buffer.dtype.is_float and (src.dtype.is_floating_point or _lossless(src, dst)):
+        return src.to(dst)
+    if not src.dtype.is_floating_point and not src.is_complex() and _lossless(src, dst):
+        return src.to(dst)
+    raise BindingError(
+        f"{what}: dtype {str(src.dtype).removeprefix('torch.')} does not convert losslessly to "
+        f"buffer {buffer.name!r} of {buffer.dtype.name}"
+    )
+
+
+def _missing(kind: str, names: list[str]) -> BindingError:
+    shown = ", ".join(repr(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return BindingError(f"missing {kind}: {shown}")
+
+
+def bind(
+    program: MegakernelProgram,
+    weights: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    kv: Mapping[str, Tensor],
+    written: set[int],
+) -> dict[int, Tensor]:
+    """Buffer id → bound tensor for one launch; ``kv`` holds the KV state to start from."""
+    bound: dict[int, Tensor] = {}
+    missing: dict[str, list[str]] = {"weights": [], "inputs": []}
+    for buf in program.buffers:
+        private = buf.id in written or buf.kind not in READONLY_KINDS
+        if buf.kind in (BufferKind.WEIGHT, BufferKind.CONST):
+            key = buf.source or buf.name
+            if key not in weights:
+                missing["weights"].append(key)
+                continue
+            bound[buf.id] = convert(weights[key], buf, f"weight {key!r}", private)
+        elif buf.kind is BufferKind.IO_INPUT:
+            if buf.name not in inputs:
+                missing["inputs"].append(buf.name)
+                continue
+            bound[buf.id] = convert(inputs[buf.name], buf, f"input {buf.name!r}", private)
+        elif buf.kind is BufferKind.KV_CACHE and buf.name in kv:
+            bound[buf.id] = convert(kv[buf.name], buf, f"kv {buf.name!r}", True)
+        else:
+            bound[buf.id] = empty_storage(buf)
+    for kind, names in missing.items():
+        if names:
+            raise _missing(kind, names)
+    return bound

@@ -1,0 +1,158 @@
+"""The ReferenceVM: executes a validated program by counters with real numerics (spec §2, §7).
+
+A task fires only when every wait holds (``counter >= threshold``); it then runs
+its opcode's reference numerics and increments its ``out_counter`` by exactly 1.
+Counters reset to their ``init`` at every launch; KV caches persist across
+launches; one launch is one forward pass (one decoded token).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from amkspec.ir import BufferKind, MegakernelProgram
+from amkspec.ir.graph import writers_by_buffer
+from amkspec.semantics import OP_SEMANTICS, OpError
+from amkspec.vm.binding import bind
+from amkspec.vm.errors import BindingError, ExecutionError, RefusedProgram
+from amkspec.vm.plan import Plan
+from amkspec.vm.policies import ListOrder, Policy, Replay
+from amkspec.vm.replay import ShadowReplay
+from amkspec.vm.stats import RunStats
+
+Tensor = torch.Tensor
+
+
+class ReferenceVM:
+    """Run ``program`` (refused with :class:`RefusedProgram` if ``validate()`` rejects it).
+
+    ``run(weights, inputs, kv=None)`` binds weights by buffer ``source``, inputs and
+    KV caches by buffer name (numpy arrays or torch tensors; never written), runs
+    one launch under ``policy`` and returns ``{buffer name: tensor}`` for every
+    IO_OUTPUT and KV_CACHE buffer. Without ``kv`` the caches continue from this VM's
+    previous launch (zeros on the first); ``kv`` replaces them by name. ``last_stats``
+    describes the last launch. ``_unsafe_skip_validation`` exists for tests that
+    replay races on programs the validator rightly rejects.
+    """
+
+    def __init__(
+        self, program: MegakernelProgram, *, policy: Policy | None = None,
+        _unsafe_skip_validation: bool = False,
+    ) -> None:
+        self.validation: Any = None
+        if not _unsafe_skip_validation:
+            from amkspec.proofs import validate
+
+            self.validation = validate(program)
+            if not self.validation.ok:
+                raise RefusedProgram(self.validation)
+        self.program = program
+        self.policy: Policy = policy or ListOrder()
+        self.plan = Plan.build(program)
+        self.last_stats: RunStats | None = None
+        self._written = set(writers_by_buffer(program))
+        self._kv_names = [b.name for b in program.buffers if b.kind is BufferKind.KV_CACHE]
+        self._kv: dict[str, Tensor] = {}
+
+    def reset(self) -> None:
+        """Forget the KV caches carried over from earlier launches."""
+        self._kv = {}
+
+    def run(
+        self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any] | None = None,
+        *, policy: Policy | None = None,
+    ) -> dict[str, Tensor]:
+        """One launch (one forward pass); see the class docstring."""
+        t0 = time.perf_counter()
+        state = {**self._kv, **(kv or {})}
+        bound = bind(self.program, weights, inputs, state, self._written)
+        bind_s = time.perf_counter() - t0
+        chosen = policy or self.policy
+        stats = self._replay(bound, chosen) if isinstance(chosen, Replay) else self._execute(bound, chosen)
+        stats.bind_s = bind_s
+        self.last_stats = stats
+        out = {}
+        for buf in self.program.buffers:
+            if buf.kind is BufferKind.IO_OUTPUT:
+                out[buf.name] = bound[buf.id]
+            elif buf.kind is BufferKind.KV_CACHE:
+                self._kv[buf.name] = bound[buf.id]
+                out[buf.name] = bound[buf.id].clone()
+        return out
+
+    def _operands(self, bound: dict[int, Tensor]) -> list[tuple[list[Tensor], list[Tensor]]]:
+        try:
+            return [([bound[b] for b in t.inputs], [bound[b] for b in t.outputs]) for t in self.program.tasks]
+        except (KeyError, TypeError) as exc:
+            raise BindingError(f"a task names buffer {exc}, which the program does not declare") from exc
+
+    def _fail(self, pos: int, exc: Exception) -> ExecutionError:
+        task = self.program.tasks[pos]
+        return ExecutionError(f"task {task.describe()} ({task.op.name}) failed: {exc}")
+
+    def _execute(self, bound: dict[int, Tensor], policy: Policy) -> RunStats:
+        """The event-driven loop: pop a ready task, run it, increment its counter, release waiters."""
+        assert not isinstance(policy, Replay)
+        plan, tasks = self.plan, self.program.tasks
+        operands = self._operands(bound)
+        fns = [OP_SEMANTICS[t.op] for t in tasks]
+        params = [t.params for t in tasks]
+        unmet = list(plan.unmet)
+        values = dict(plan.init)
+        release, counter_of = plan.release, plan.counter_of
+        queue = policy.queue()
+        for pos in plan.ready_at_launch():
+            queue.push(pos, -1)
+        done = [False] * len(tasks)
+        order: list[int] = []
+        spent = [0.0] * len(tasks)
+        clock = time.perf_counter
+        start = clock()
+        while len(queue):
+            pos = queue.pop()
+            ins, outs = operands[pos]
+            t1 = clock()
+            try:
+                fns[pos](ins, outs, params[pos])
+            except (OpError, RuntimeError, IndexError, ValueError, TypeError) as exc:
+                raise self._fail(pos, exc) from exc
+            spent[pos] = clock() - t1
+            done[pos] = True
+            order.append(pos)
+            c = counter_of[pos]
+            v = values[c] = values.get(c, 0) + 1
+            for waiter in release.get(c, {}).get(v, ()):
+                unmet[waiter] -= 1
+                if unmet[waiter] == 0:
+                    queue.push(waiter, pos)
+        wall = clock() - start
+        if len(order) != len(tasks):
+            raise plan.deadlock(done, values)
+        compute = sum(spent)
+        ids = [t.id for t in tasks]
+        task_s = {ids[p]: spent[p] for p in order}
+        return RunStats(policy.name, [ids[p] for p in order], task_s, 0.0, compute, wall - compute)
+
+    def _replay(self, bound: dict[int, Tensor], policy: Replay) -> RunStats:
+        tasks = self.program.tasks
+        fns = [OP_SEMANTICS[t.op] for t in tasks]
+        self._operands(bound)
+
+        def run_task(pos: int, ins: list[Tensor], outs: list[Tensor]) -> None:
+            try:
+                fns[pos](ins, outs, tasks[pos].params)
+            except (OpError, RuntimeError, IndexError, ValueError, TypeError) as exc:
+                raise self._fail(pos, exc) from exc
+
+        shadow = ShadowReplay(self.plan, bound, run_task)
+        start = time.perf_counter()
+        shadow.follow(policy.trace)
+        if policy.finish:
+            shadow.finish()
+        wall = time.perf_counter() - start
+        compute = sum(shadow.task_s.values())
+        return RunStats(policy.name, shadow.order, shadow.task_s, 0.0, compute, wall - compute, shadow.report)

@@ -1,0 +1,102 @@
+"""ReferenceVM benchmark: scheduling overhead share, decode tokens/s, and page-reuse savings.
+
+Run: ``python3 benchmarks/vm.py [--repeats N] [--steps N] [--skip-medium]``. Prints medians.
+
+- overhead share = ``sched_s / (sched_s + compute_s)`` of one launch (``vm.last_stats``): the time
+  the VM spends deciding what to run versus running the opcodes' numerics (target: ≤ 10%);
+- tokens/s of the greedy decode loop: ReferenceVM launches alone, the full loop (lower +
+  validate + launch per token), and the eager model;
+- scratch bytes of the activations with no page reuse and with ``graph_color``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from amkspec.ir import ScheduleConfig
+from amkspec.lower import lower
+from amkspec.lower.decode import step_inputs
+from amkspec.models import MEDIUM, TOY, TOY_2L, EagerDecoder, ModelConfig, make_weights
+from amkspec.vm import ReferenceVM
+
+CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 64}})
+
+
+def scratch(model: ModelConfig) -> tuple[int, int]:
+    none = lower(model, "rtx5090", ScheduleConfig(page_allocation="none")).total_scratch_bytes()
+    coloured = lower(model, "rtx5090", ScheduleConfig(page_allocation="graph_color")).total_scratch_bytes()
+    return none, coloured
+
+
+def decode_bench(model: ModelConfig, steps: int, repeats: int) -> dict[str, float]:
+    weights = make_weights(model)
+    shares, vm_tps, loop_tps, eager_tps, launches = [], [], [], [], []
+    for _ in range(repeats):
+        kv = None
+        tok = 1
+        vm_time = 0.0
+        loop_start = time.perf_counter()
+        for pos in range(steps):
+            prog = lower(model, "rtx5090", CONFIG, pos=pos)
+            vm = ReferenceVM(prog)
+            t0 = time.perf_counter()
+            out = vm.run(weights, step_inputs(pos, [tok]), kv)
+            vm_time += time.perf_counter() - t0
+            kv = {k: v for k, v in out.items() if k.endswith("cache")}
+            tok = int(out["logits"].argmax())
+            stats = vm.last_stats
+            assert stats is not None
+            shares.append(stats.overhead_share)
+            launches.append(stats.sched_s + stats.compute_s)
+        loop_tps.append(steps / (time.perf_counter() - loop_start))
+        vm_tps.append(steps / vm_time)
+        eager = EagerDecoder(model, weights)
+        t0 = time.perf_counter()
+        tok = 1
+        for _ in range(steps):
+            tok = int(eager.step([tok]).argmax())
+        eager_tps.append(steps / (time.perf_counter() - t0))
+    return {
+        "tasks": float(len(prog.tasks)),
+        "overhead_share": statistics.median(shares),
+        "launch_ms": statistics.median(launches) * 1e3,
+        "vm_tokens_s": statistics.median(vm_tps),
+        "loop_tokens_s": statistics.median(loop_tps),
+        "eager_tokens_s": statistics.median(eager_tps),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--skip-medium", action="store_true")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads (1: tiny ops are dominated by thread wake-ups)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    models = [TOY, TOY_2L] + ([] if args.skip_medium else [MEDIUM])
+    print("scratch bytes (activations): no reuse -> graph_color")
+    for m in models:
+        none, coloured = scratch(m)
+        print(f"  {m.name:8s} {none:9d} -> {coloured:8d}  ({coloured / none:.1%})")
+    print(f"decode: {args.steps} tokens x {args.repeats} repeats, medians; N_tile 64, graph_color pages, "
+          f"{args.threads} torch thread(s)")
+    for m in models:
+        r = decode_bench(m, args.steps, args.repeats)
+        print(f"  {m.name:8s} tasks {int(r['tasks']):5d}  sched overhead {r['overhead_share']:6.2%}  "
+              f"launch {r['launch_ms']:8.2f} ms  tokens/s: VM {r['vm_tokens_s']:7.1f}  "
+              f"loop (lower+validate+VM) {r['loop_tokens_s']:7.1f}  eager {r['eager_tokens_s']:7.1f}  "
+              f"VM/eager {r['vm_tokens_s'] / r['eager_tokens_s']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

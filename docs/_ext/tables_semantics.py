@@ -1,0 +1,58 @@
+"""Tables of the instruction-semantics chapter (spec §7), generated from ``amkspec.semantics``.
+
+One function per op family; each row joins the opcode registry (arity, required
+params) with the reference function's registered description.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from amkspec.ir import OP_REGISTRY, InstructionKind
+from amkspec.ir.opcodes import VARIADIC
+from amkspec.semantics import SEMANTICS
+
+Table = tuple[list[str], list[list[str]]]
+HEADERS = ["Opcode", "Inputs", "Outputs", "Params (defaults)", "Shapes", "Formula"]
+
+
+def _arity(kind: InstructionKind) -> str:
+    spec = OP_REGISTRY[kind]
+    hi = "8" if spec.max_inputs == VARIADIC else str(spec.max_inputs)
+    return str(spec.min_inputs) if hi == str(spec.min_inputs) else f"{spec.min_inputs}–{hi}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("*", r"\*").replace("|", r"\|").replace("_", r"\_")
+
+
+def _row(kind: InstructionKind) -> list[str]:
+    sem = SEMANTICS[kind]
+    required = OP_REGISTRY[kind].required_params
+    req = f"registry requires: ``{', '.join(required)}``. " if required else ""
+    return [
+        f"``{kind.name}`` ({int(kind)})",
+        f"{_arity(kind)}: {_cell(sem.inputs)}",
+        _cell(sem.outputs),
+        req + _cell(sem.params),
+        _cell(sem.shapes),
+        _cell(sem.formula),
+    ]
+
+
+def _family(name: str) -> Callable[[], Table]:
+    def table() -> Table:
+        return HEADERS, [_row(k) for k in InstructionKind if SEMANTICS[k].family == name]
+
+    table.__doc__ = f"The {name} opcodes."
+    return table
+
+
+data_movement = _family("Data movement")
+normalisation = _family("Normalisation")
+linear = _family("Linear")
+attention = _family("Attention")
+elementwise = _family("Elementwise")
+quantization = _family("Quantization")
+sampling = _family("Sampling")
+composite = _family("Composite")

@@ -1,0 +1,83 @@
+"""Replaying event traces with shadow state: a race witness shows the stale value (DESIGN.md)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from amkspec.proofs.trace import Event
+from amkspec.vm import DeadlockError, ReferenceVM, RefusedProgram, Replay, TraceError
+from tests.vm.programs import chain, two_tiles
+
+X = {"x": torch.tensor([[1.0, 2.0, 3.0, 4.0]])}
+
+
+def _trace(*steps: str) -> list[Event]:
+    """``"s1"`` = start task 1, ``"e0"`` = end task 0."""
+    return [Event("start" if s[0] == "s" else "end", int(s[1:])) for s in steps]
+
+
+def test_the_racy_program_is_rejected_by_the_validator() -> None:
+    with pytest.raises(RefusedProgram):
+        ReferenceVM(chain(scale_waits=False))
+
+
+def test_a_reader_that_starts_before_the_writer_ends_sees_the_old_value() -> None:
+    vm = ReferenceVM(chain(scale_waits=False), _unsafe_skip_validation=True)
+    out = vm.run({}, X, policy=Replay(_trace("s0", "s1", "e0", "e1")))
+    assert torch.equal(out["z"], torch.zeros(1, 4))
+    assert vm.last_stats is not None and vm.last_stats.replay is not None
+    (stale,) = vm.last_stats.replay.stale_reads
+    assert (stale.reader, stale.buffer, stale.pending, stale.complete) == (1, 1, (0,), ())
+    assert stale.seen is not None and torch.equal(stale.seen, torch.zeros(1, 4))
+    assert vm.last_stats.replay.describe() == ["task 1 read buffer 1 before writer(s) 0 ended"]
+
+
+def test_the_ordered_interleaving_of_the_same_program_reads_fresh_data() -> None:
+    vm = ReferenceVM(chain(scale_waits=False), _unsafe_skip_validation=True)
+    out = vm.run({}, X, policy=Replay(_trace("s0", "e0", "s1", "e1")))
+    assert torch.equal(out["z"], 6 * X["x"])
+    assert vm.last_stats is not None and vm.last_stats.replay is not None
+    assert vm.last_stats.replay.stale_reads == []
+    assert [(r.reader, r.complete) for r in vm.last_stats.replay.reads] == [(1, (0,))]
+
+
+def test_a_trace_prefix_is_finished_in_list_order() -> None:
+    vm = ReferenceVM(chain())
+    out = vm.run({}, X, policy=Replay(_trace("s0")))
+    assert torch.equal(out["z"], 6 * X["x"])
+    assert vm.last_stats is not None and vm.last_stats.order == [0, 1]
+
+
+def test_without_finish_a_prefix_leaves_later_tasks_unrun() -> None:
+    vm = ReferenceVM(chain())
+    out = vm.run({}, X, policy=Replay(_trace("s0", "e0"), finish=False))
+    assert torch.equal(out["z"], torch.zeros(1, 4))
+
+
+@pytest.mark.parametrize(("steps", "match"), [
+    (("s1",), "counter 0 is 0 < 1"),
+    (("s0", "s0"), "twice"),
+    (("e0",), "not running"),
+    (("s7",), "does not have"),
+])
+def test_a_trace_that_is_no_execution_is_refused(steps: tuple[str, ...], match: str) -> None:
+    vm = ReferenceVM(chain())
+    with pytest.raises(TraceError, match=match):
+        vm.run({}, X, policy=Replay(_trace(*steps)))
+
+
+def test_overlapping_sibling_tiles_keep_each_others_columns() -> None:
+    w = torch.arange(12.0).reshape(4, 3)
+    x = torch.tensor([[1.0, 0.0, -1.0]])
+    vm = ReferenceVM(two_tiles())
+    out = vm.run({"w": w}, {"x": x}, policy=Replay(_trace("s0", "s1", "e1", "e0")))
+    assert torch.equal(out["y"], x @ w.T)
+
+
+def test_replay_of_a_stuck_program_raises_deadlock() -> None:
+    program = chain()
+    program.tasks[1].waits[0].threshold = 2
+    vm = ReferenceVM(program, _unsafe_skip_validation=True)
+    with pytest.raises(DeadlockError, match="1:triple"):
+        vm.run({}, X, policy=Replay(_trace("s0", "e0")))
