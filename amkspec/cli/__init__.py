@@ -12,5 +12,6 @@ from amkspec.cli import ir_commands  # registers its commands on main
 from amkspec.cli import demo  # registers its commands on main
 from amkspec.cli import smt_cmd  # registers its commands on main
 from amkspec.cli import run_cmd  # registers its commands on main
+from amkspec.cli import vm_cmd  # registers its commands on main
 
 __all__ = ["main"]

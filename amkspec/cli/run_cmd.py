@@ -33,6 +33,24 @@ MODEL_NAMES = click.Choice(["medium", "small", "toy", "toy-1L", "toy-2L"])
 DTYPES = click.Choice(["F32", "F16", "BF16"])
 
 
+def quant_options(func: Any) -> Any:
+    """``--quant {4,8}`` and ``--group G``: weight-only quantization of the layers' projections."""
+    func = click.option("--group", type=int, default=128, show_default=True, help="Quantization group.")(func)
+    return click.option("--quant", type=click.Choice(["4", "8"]), default=None,
+                        help="Quantize the layers' projections to I4 or I8 (symmetric).")(func)
+
+
+def _quant(bits: str | None, group: int) -> Any:
+    from amkspec.models import QuantSpec
+
+    if bits is None:
+        return None
+    try:
+        return QuantSpec(int(bits), group)
+    except ValueError as exc:
+        fail(str(exc))
+
+
 def read_config(path: str | None) -> ScheduleConfig | None:
     """A ScheduleConfig from a JSON file: the config object itself, or a program holding one."""
     if path is None:
@@ -68,9 +86,13 @@ def read_tensors(path: str) -> dict[str, Any]:
             with np.load(path, allow_pickle=False) as z:
                 return {k: z[k] for k in z.files}
         if suffix == ".safetensors":
+            from safetensors import SafetensorError
             from safetensors.torch import load_file
 
-            return dict(load_file(path))
+            try:
+                return dict(load_file(path))
+            except SafetensorError as exc:
+                raise ValueError(str(exc)) from None
         if suffix == ".json":
             doc = json.loads(Path(path).read_text())
             if not isinstance(doc, dict):
@@ -93,7 +115,7 @@ def _save_npz(path: str, arrays: Mapping[str, Any]) -> None:
 
 
 def _typed_inputs(prog: MegakernelProgram, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """JSON lists become arrays of each IO_INPUT's dtype class (int32 or float32)."""
+    """JSON numbers become arrays of each IO_INPUT's dtype class (int32 or float32)."""
     out = dict(raw)
     for buf in prog.buffers:
         value = out.get(buf.name)
@@ -102,27 +124,33 @@ def _typed_inputs(prog: MegakernelProgram, raw: Mapping[str, Any]) -> dict[str, 
     return out
 
 
-def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool] | None:
-    """The preset model and ``compat`` flag that re-create ``prog`` exactly, or None."""
+def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None:
+    """The preset model, ``compat`` flag and quantization that re-create ``prog`` exactly, or None."""
     from amkspec.lower import lower
-    from amkspec.models import MODELS
+    from amkspec.models import MODELS, QuantSpec
 
     meta = prog.meta
     pos, dtype, tokens = meta.get("pos"), meta.get("dtype"), [b for b in prog.buffers if b.name == "token_id"]
     if not isinstance(pos, int) or dtype not in ("F32", "F16", "BF16") or not tokens:
         return None
     text = amkspec.dumps(prog)
+    quant = None
+    if meta.get("quantized") and isinstance(meta.get("quant"), dict):
+        try:
+            quant = QuantSpec(int(meta["quant"]["bits"]), int(meta["quant"]["group"]))
+        except (KeyError, TypeError, ValueError):
+            return None
     for model in MODELS.values():
         if model.source != meta.get("model") or model.n_layers != meta.get("n_layers"):
             continue
         for compat in (False, True):
             try:
                 again = lower(model, prog.target, prog.config, pos=pos, dtype=DType[dtype],
-                              B=tokens[0].shape[0] if tokens[0].shape else 1, compat=compat)
+                              B=tokens[0].shape[0] if tokens[0].shape else 1, quant=quant, compat=compat)
             except amkspec.ir.AmkspecError:
                 continue
             if amkspec.dumps(again) == text:
-                return model, compat
+                return model, compat, quant
     return None
 
 
@@ -134,14 +162,16 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool] | None:
 @click.option("--dtype", type=DTYPES, default="F32", show_default=True)
 @click.option("--batch", type=int, default=1, show_default=True, help="Sequences decoded together.")
 @click.option("--compat", is_flag=True, help="Record but do not consume sm_assignment/page_allocation.")
+@quant_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
 @clean_errors
 def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None, dtype: str, batch: int,
-              compat: bool, output: str | None) -> None:
+              compat: bool, quant: str | None, group: int, output: str | None) -> None:
     """Lower one decode step of MODEL into a program (OPS_FACTS §9)."""
     from amkspec.lower import lower
 
-    prog = lower(model, target, read_config(config_path), pos=pos, dtype=DType[dtype], B=batch, compat=compat)
+    prog = lower(model, target, read_config(config_path), pos=pos, dtype=DType[dtype], B=batch,
+                 quant=_quant(quant, group), compat=compat)
     if output:
         amkspec.dump(prog, output)
     else:
@@ -152,14 +182,24 @@ def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None,
 @click.argument("model", type=MODEL_NAMES)
 @click.option("--dtype", type=DTYPES, default=None, help="Default: the model's dtype.")
 @click.option("--seed", type=int, default=None, help="Default: the model's seed (0).")
+@quant_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz or .safetensors")
 @clean_errors
-def weights_cmd(model: str, dtype: str | None, seed: int | None, output: str) -> None:
-    """Write MODEL's deterministic weights, keyed by state-dict key (= buffer source)."""
-    from amkspec.lower import resolve_model
-    from amkspec.models import make_weights
+def weights_cmd(model: str, dtype: str | None, seed: int | None, quant: str | None, group: int,
+                output: str) -> None:
+    """Write MODEL's deterministic weights, keyed by state-dict key (= buffer source).
 
-    weights = make_weights(resolve_model(model), DType[dtype] if dtype else None, seed)
+    With ``--quant`` the projections are written as their stored levels plus ``<key>.scales``,
+    ready for a program lowered with the same ``--quant``/``--group``.
+    """
+    from amkspec.lower import resolve_model
+    from amkspec.models import make_weights, quantize_weights
+
+    m = resolve_model(model)
+    weights = make_weights(m, DType[dtype] if dtype else None, seed)
+    spec = _quant(quant, group)
+    if spec is not None:
+        weights = quantize_weights(m, weights, spec)[0]
     if output.endswith(".safetensors"):
         from safetensors.torch import save_file
 
@@ -196,15 +236,18 @@ def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | No
     if steps > 1 and origin is None:
         fail(f"{program}: --steps {steps} needs a program made by `amkspec lower` (re-lowered per step)")
     weights = read_tensors(weights_path)
-    inputs = _typed_inputs(prog, read_tensors(inputs_path))
+    inputs = read_tensors(inputs_path)
+    if inputs_path.lower().endswith(".json"):
+        inputs = _typed_inputs(prog, inputs)
     kv: dict[str, Any] | None = read_tensors(kv_path) if kv_path else None
     saved: dict[str, np.ndarray] = {}
     first = prog
     for step in range(steps):
         if step and origin is not None:
-            model, compat = origin
+            model, compat, quant = origin
             prog = lower(model, first.target, first.config, pos=int(first.meta["pos"]) + step,
-                         dtype=DType[first.meta["dtype"]], B=len(inputs["token_id"]), compat=compat)
+                         dtype=DType[first.meta["dtype"]], B=len(inputs["token_id"]), quant=quant,
+                         compat=compat)
         try:
             vm = ReferenceVM(prog, policy=_policy(policy, seed))
             out = vm.run(weights, inputs, kv)
@@ -245,10 +288,11 @@ def _step_line(step: DecodeStep) -> str:
 @click.option("--dtype", type=DTYPES, default="F32", show_default=True)
 @click.option("--policy", type=click.Choice(["list", "random"]), default="list", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@quant_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report instead of lines.")
 @clean_errors
 def decode_cmd(model: str, prompt: str, steps: int, config_path: str | None, target: str | None, dtype: str,
-               policy: str, seed: int, as_json: bool) -> None:
+               policy: str, seed: int, quant: str | None, group: int, as_json: bool) -> None:
     """Greedy-decode MODEL on the ReferenceVM and the eager model side by side; exit 1 if they disagree."""
     from amkspec.lower.decode import greedy_decode
 
@@ -257,7 +301,7 @@ def decode_cmd(model: str, prompt: str, steps: int, config_path: str | None, tar
     except ValueError:
         fail(f"--prompt: expected comma-separated integers, got {prompt!r}")
     run = greedy_decode(model, tokens, steps, config=read_config(config_path), target=target,
-                        dtype=DType[dtype], policy=_policy(policy, seed),
+                        dtype=DType[dtype], quant=_quant(quant, group), policy=_policy(policy, seed),
                         on_step=None if as_json else lambda s: click.echo(_step_line(s)))
     if as_json:
         echo_json({"model": model, "dtype": dtype, "agree": run.agree, "generated": run.generated[0],
@@ -277,17 +321,18 @@ def run_toy_models(examples: Path) -> bool:
     from amkspec.lower import lower
     from amkspec.lower.decode import greedy_decode
 
-    click.echo("== toy models: lower, validate, decode on the ReferenceVM vs eager ==")
+    click.echo("== toy models: lower (N_tile 64, load_balance SMs, graph_color pages), validate, "
+               "decode on the ReferenceVM vs eager ==")
     ok = True
-    config = ScheduleConfig(tiling={"gemv": {"N_tile": 64}, "attention": {"n_partitions": 2}})
-    for name in ("toy", "toy-2L"):
-        prog = lower(name, "rtx5090", config, pos=0)
+    config = ScheduleConfig(tiling={"gemv": {"N_tile": 64}})
+    for name, dtype in (("toy", DType.F32), ("toy-2L", DType.F32), ("toy-2L", DType.BF16)):
+        prog = lower(name, "rtx5090", config, pos=0, dtype=dtype)
         result = amkspec.validate(prog)
-        run = greedy_decode(name, [7, 25, 103], 4, config=config, target="rtx5090")
+        run = greedy_decode(name, [7, 25, 103], 4, config=config, target="rtx5090", dtype=dtype)
         agree = sum(s.vm_next == s.eager_next for s in run.steps)
         ok = ok and result.ok and run.agree
-        click.echo(f"{name}: {len(prog.tasks)} tasks, {'valid' if result.ok else 'REJECTED'}, "
-                   f"scratch {prog.total_scratch_bytes()} B (graph_color); {len(run.steps)} launches, "
+        click.echo(f"{name} {dtype.name}: {len(prog.tasks)} tasks, {'valid' if result.ok else 'REJECTED'}, "
+                   f"scratch {prog.total_scratch_bytes()} B; {len(run.steps)} launches, "
                    f"generated {run.generated[0]}, argmax agreement {agree}/{len(run.steps)}, "
                    f"max abs err {run.max_abs_err:.3g} -> {'ok' if run.agree else 'DISAGREE'}")
     return ok

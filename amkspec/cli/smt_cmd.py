@@ -149,6 +149,7 @@ def prove_rules(
                     "rules": r.rules,
                     "result": _word(r.holds),
                     "seconds": round(r.seconds, 3),
+                    "cpu_seconds": round(r.cpu_seconds, 3),
                     "counterexample": r.counterexample or None,
                 }
                 for r in results
@@ -158,7 +159,7 @@ def prove_rules(
         for r in results:
             click.echo(
                 f"{r.name:<28} tasks <= {r.bound:<3} rules={r.rules:<10} {_word(r.holds):<14} "
-                f"{r.seconds:8.2f} s   {r.statement}"
+                f"{r.seconds:8.2f} s ({r.cpu_seconds:.2f} s cpu)   {r.statement}"
             )
             if r.counterexample:
                 click.echo("  " + r.counterexample.replace("\n", "\n  "))

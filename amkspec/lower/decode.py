@@ -20,6 +20,7 @@ import torch
 from amkspec.ir import BufferKind, DType, GpuTarget, ScheduleConfig
 from amkspec.lower.lowering import LoweringError, lower, resolve_model
 from amkspec.models import EagerDecoder, LogitCheck, ModelConfig, compare_logits, make_weights
+from amkspec.models.quant import QuantSpec, quantize_weights
 from amkspec.vm import Policy, ReferenceVM
 
 
@@ -82,11 +83,16 @@ def greedy_decode(
     target: GpuTarget | str | None = None,
     dtype: DType = DType.F32,
     weights: Mapping[str, Any] | None = None,
+    quant: QuantSpec | None = None,
     policy: Policy | None = None,
     eager: bool = True,
     on_step: Callable[[DecodeStep], None] | None = None,
 ) -> DecodeRun:
-    """Generate ``steps`` tokens after ``prompt`` (one list, or B equal-length lists) on the ReferenceVM."""
+    """Generate ``steps`` tokens after ``prompt`` (one list, or B equal-length lists) on the ReferenceVM.
+
+    ``weights`` (default: the model's deterministic ones) are floating point; with ``quant`` the
+    program gets their quantized levels and the eager model their dequantized values.
+    """
     m = resolve_model(model)
     rows = _prompts(prompt)
     if steps < 1:
@@ -96,13 +102,16 @@ def greedy_decode(
         raise LoweringError(f"prompt + steps need {launches} positions, model {m.name!r} has {m.max_seq}")
     if any(not 0 <= t < m.vocab for r in rows for t in r):
         raise LoweringError(f"prompt tokens must lie in [0, {m.vocab})")
-    w = make_weights(m) if weights is None else weights
-    ref = EagerDecoder(m, w, dtype) if eager else None
+    w: Mapping[str, Any] = make_weights(m) if weights is None else weights
+    eager_w = w
+    if quant is not None:
+        w, eager_w = quantize_weights(m, {k: torch.as_tensor(v) for k, v in w.items()}, quant)
+    ref = EagerDecoder(m, eager_w, dtype) if eager else None
     run = DecodeRun(generated=[[] for _ in rows])
     kv: dict[str, torch.Tensor] | None = None
     fed = [r[0] for r in rows]
     for pos in range(launches):
-        prog = lower(m, target, config, pos=pos, dtype=dtype, B=len(rows))
+        prog = lower(m, target, config, pos=pos, dtype=dtype, B=len(rows), quant=quant)
         vm = ReferenceVM(prog, policy=policy)
         out = vm.run(w, step_inputs(pos, fed), kv)
         kv = {b.name: out[b.name] for b in prog.buffers if b.kind is BufferKind.KV_CACHE}

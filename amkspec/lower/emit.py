@@ -8,6 +8,7 @@ consumer waits for all of them (the all-join of spec §3.2); read-only buffers n
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
@@ -15,6 +16,7 @@ import attrs
 from amkspec.ir import BufferKind, DType, InstructionKind, ProgramBuilder, Wait
 from amkspec.lower.tiling import kv_shards, n_partitions, tile_width, tiles
 from amkspec.models.config import ModelConfig
+from amkspec.models.quant import QuantSpec, quantized_keys
 
 Op = InstructionKind
 
@@ -37,6 +39,7 @@ class StepEmitter:
     batch: int
     tiling: dict[str, Any]
     num_sms: int | None
+    quant: QuantSpec | None = None
     b: ProgramBuilder = attrs.Factory(ProgramBuilder)
 
     @property
@@ -63,16 +66,26 @@ class StepEmitter:
                    out_kind: BufferKind = BufferKind.ACTIVATION) -> Ready:
         """Column tiles ``x @ W[n_off:n_off+N_tile].T`` (GEMV_TILE, or GEMM_TILE when B > 1)."""
         out = self._act(out_name, self._rows(n), out_kind)
-        w = Ready(self._weight(key, (n, k)))
+        q = self.quant if self.quant is not None and key in quantized_keys(self.model) else None
+        if q is None:
+            weights = [Ready(self._weight(key, (n, k)))]
+            row_bytes = k * self.dbytes
+            extra: dict[str, Any] = {}
+        else:
+            n_groups = math.ceil(k / q.group)
+            weights = [Ready(self.b.new_buffer(key, BufferKind.WEIGHT, q.qdtype, (n, k), source=key)),
+                       Ready(self.b.new_buffer(f"{key}.scales", BufferKind.WEIGHT, DType.F16, (n, n_groups)))]
+            row_bytes = math.ceil(k * q.bits / 8) + 2 * n_groups
+            extra = {"qdtype": int(q.qdtype), "group": q.group}
         parts = tiles(n, tile_width(n, self.tiling))
         counter = self.b.new_counter(f"{label} ({len(parts)} tiles)")
         op = Op.GEMV_TILE if self.batch == 1 else Op.GEMM_TILE
         for i, (off, width) in enumerate(parts):
-            params = {"K": k, "N_tile": width, "n_off": off}
+            params = {"K": k, "N_tile": width, "n_off": off, **extra}
             if self.batch > 1:
                 params = {"M_tile": self.batch, **params}
-            cost = (k * self.dbytes * width, 2 * k * width * self.batch)
-            self._task(op, f"{label}[t{i}]", [x, w], out, params, cost, counter=counter)
+            cost = (row_bytes * width, 2 * k * width * self.batch)
+            self._task(op, f"{label}[t{i}]", [x, *weights], out, params, cost, counter=counter)
         return Ready(out, Wait(counter, len(parts)))
 
     def rmsnorm(self, label: str, x: Ready, key: str, out_name: str) -> Ready:
@@ -170,12 +183,8 @@ class StepEmitter:
     def emit(self) -> ProgramBuilder:
         """All tasks of the step: IO buffers, embed, the layers, final norm and lm head."""
         c = self.model
-        ids_shape = (self.batch,)
-        token = Ready(self._act("token_id", ids_shape, BufferKind.IO_INPUT))
-        pos = Ready(self._act("pos", ids_shape, BufferKind.IO_INPUT))
-        ids = Ready(self._act("reshape_id0", ids_shape, BufferKind.IO_INPUT))
-        for buf in (token, pos, ids):
-            self.b.buffers[buf.buf].dtype = DType.I32
+        token, pos, ids = (Ready(self.b.new_buffer(name, BufferKind.IO_INPUT, DType.I32, (self.batch,)))
+                           for name in ("token_id", "pos", "reshape_id0"))
         h0 = self._act("h0", self._rows(c.hidden))
         table = Ready(self._weight("embed.weight", (c.vocab, c.hidden)))
         x = self._task(Op.EMBED, "embed", [token, table], h0, {"hidden": c.hidden},

@@ -13,6 +13,7 @@ from amkspec.lower.emit import StepEmitter
 from amkspec.lower.pages import allocate_pages
 from amkspec.lower.sm_assign import assign_sms
 from amkspec.models.config import MODELS, ModelConfig
+from amkspec.models.quant import QuantSpec, quantized_keys
 
 LOWERABLE_DTYPES = (DType.F32, DType.F16, DType.BF16)
 
@@ -52,10 +53,11 @@ def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
 
 def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
           config: ScheduleConfig | None = None, *, pos: int = 0, dtype: DType = DType.F32, B: int = 1,
-          compat: bool = False) -> MegakernelProgram:
+          quant: QuantSpec | None = None, compat: bool = False) -> MegakernelProgram:
     """Lower one decode step of ``model`` for the token at absolute position ``pos`` (OPS_FACTS §9).
 
-    ``B`` sequences decode in lockstep (GEMM_TILE projections, batched attention). ``config``
+    ``B`` sequences decode in lockstep (GEMM_TILE projections, batched attention). ``quant``
+    stores the layers' projections as I4/I8 levels with F16 scales (single sequence only). ``config``
     None means the original's auto tiling (width 32). With a target, ``config.sm_assignment`` is
     resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None
     for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments.
@@ -63,12 +65,17 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     m = resolve_model(model)
     tgt = resolve_target(target)
     _check(m, pos, dtype, B)
+    if quant is not None and B > 1:
+        raise LoweringError("quantized lowering supports one sequence only (B = 1)")
     tiling = dict(config.tiling) if config is not None else {}
-    emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None)
+    emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None, quant)
     meta = {"model": m.source, "gpu": tgt.name if tgt else "?", "regime": "decode", "pos": pos,
             "kv_len": pos + 1, "dtype": dtype.name, "n_layers": m.n_layers}
     prog = emitter.emit().build(meta=meta, target=tgt, config=config)
     prog.meta["weight_bytes"] = prog.total_weight_bytes()
+    if quant is not None:
+        prog.meta["quantized"] = True
+        prog.meta["quant"] = quant.to_meta(len(quantized_keys(m)))
     if B > 1:
         prog.meta["batch"] = B
     if config is not None and not compat:

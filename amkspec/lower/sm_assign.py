@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from amkspec.ir import GpuTarget, MegakernelProgram
 from amkspec.ir.graph import dependency_edges
 from amkspec.ir.model import SmAssignment
@@ -28,8 +30,10 @@ POLICIES = ("round_robin", "load_balance")
 def assign_sms(prog: MegakernelProgram, policy: SmAssignment) -> None:
     """Set ``Task.sm`` by ``policy``. Named policies need ``prog.target`` (else nothing changes).
 
-    Raises ValueError for an unknown policy, a task id the program lacks or an SM out of range.
+    Raises ValueError for an unknown policy, a task id the program lacks, an SM out of range, or a
+    task list that is not a topological order (then list-order SM queues could deadlock).
     """
+    _require_topological_list(prog)
     target = prog.target
     if isinstance(policy, Mapping):
         _explicit(prog, policy, target)
@@ -42,6 +46,13 @@ def assign_sms(prog: MegakernelProgram, policy: SmAssignment) -> None:
             task.sm = i % target.num_sms
     else:
         _load_balance(prog, target)
+
+
+def _require_topological_list(prog: MegakernelProgram) -> None:
+    position = {t.id: i for i, t in enumerate(prog.tasks)}
+    for a, b in dependency_edges(prog):
+        if a != b and position.get(a, -1) > position.get(b, -1):
+            raise ValueError(f"task {a} must come before task {b} in the task list to assign SMs safely")
 
 
 def _explicit(prog: MegakernelProgram, mapping: Mapping[int, int], target: GpuTarget | None) -> None:
@@ -61,10 +72,11 @@ def _load_balance(prog: MegakernelProgram, target: GpuTarget) -> None:
     for a, b in dependency_edges(prog):
         if a != b:
             preds[b].append(a)
-    free = [0.0] * target.num_sms
+    free = np.zeros(target.num_sms)
     finish: dict[int, float] = {}
     for task in prog.tasks:
         ready = max((finish.get(p, 0.0) for p in preds[task.id]), default=0.0)
-        sm = min(range(target.num_sms), key=lambda s: (max(ready, free[s]), s))
-        finish[task.id] = free[sm] = max(ready, free[sm]) + task_us(task, prog, target, depth)
+        start = np.maximum(free, ready)
+        sm = int(np.argmin(start))  # the first minimum: ties go to the lowest SM
+        finish[task.id] = free[sm] = float(start[sm]) + task_us(task, prog, target, depth)
         task.sm = sm

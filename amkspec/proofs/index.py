@@ -74,22 +74,34 @@ class ProgramIndex:
         self._reach: Reachability | None = None
 
     def _index_tasks(self) -> None:
-        buffers = self.buffers
+        buffers, readers, writers, producers = self.buffers, self.readers, self.writers, self.producers
         for pos, task in enumerate(self.tasks):
-            ins = [b for b in dict.fromkeys(_ids(getattr(task, "inputs", None))) if b in buffers]
-            outs = [b for b in dict.fromkeys(_ids(getattr(task, "outputs", None))) if b in buffers]
+            ins = _refs(getattr(task, "inputs", None), buffers)
+            outs = _refs(getattr(task, "outputs", None), buffers)
             self.inputs[pos] = ins
             self.outputs[pos] = outs
             for b in ins:
-                self.readers.setdefault(b, []).append(pos)
+                if b in readers:
+                    readers[b].append(pos)
+                else:
+                    readers[b] = [pos]
             for b in outs:
-                self.writers.setdefault(b, []).append(pos)
+                if b in writers:
+                    writers[b].append(pos)
+                else:
+                    writers[b] = [pos]
             oc = getattr(task, "out_counter", None)
-            if is_int(oc):
+            if type(oc) is int:
                 self.out_counter[pos] = oc
-                self.producers.setdefault(oc, []).append(pos)
-            waits = as_list(getattr(task, "waits", None))
-            self.wait_counters[pos] = [c for c in (getattr(w, "counter", None) for w in waits) if is_int(c)]
+                if oc in producers:
+                    producers[oc].append(pos)
+                else:
+                    producers[oc] = [pos]
+            waits = getattr(task, "waits", None)
+            if isinstance(waits, list):
+                self.wait_counters[pos] = [
+                    c for c in (getattr(w, "counter", None) for w in waits) if type(c) is int
+                ]
 
     def _index_edges(self) -> None:
         producers = self.producers
@@ -155,8 +167,12 @@ class ProgramIndex:
         return f"{bid}:{buf.name}" if buf is not None else str(bid)
 
 
-def _ids(value: Any) -> list[int]:
-    return [v for v in as_list(value) if is_int(v)]
+def _refs(value: Any, known: dict[int, Any]) -> list[int]:
+    """The distinct known buffer ids of an inputs/outputs field, in order."""
+    if not isinstance(value, (list, tuple)):
+        return []
+    refs = [v for v in value if type(v) is int and v in known]
+    return refs if len(refs) < 2 or len(set(refs)) == len(refs) else list(dict.fromkeys(refs))
 
 
 def kahn(n: int, preds: list[list[int]], succs: list[list[int]]) -> list[int] | None:

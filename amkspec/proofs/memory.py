@@ -25,27 +25,13 @@ SHAPE_RULES: dict[InstructionKind, tuple[Rule, ...]] = {op: r.rules for op, r in
 """Each opcode's shape/dtype rules as ``Rule(code, text)``, in the order they are checked."""
 
 
-class _Operands:
-    """Buffer id → operand, built lazily; first occurrence wins for duplicate ids."""
-
-    def __init__(self, buffers: list[Buffer]) -> None:
-        self._buffers: dict[Any, Buffer] = {}
-        for buf in buffers:
-            if isinstance(buf, Buffer) and _is_id(buf.id):
-                self._buffers.setdefault(buf.id, buf)
-        self._cache: dict[Any, Operand | None] = {}
-
-    def get(self, buf_id: Any) -> Operand | None:
-        if not _is_id(buf_id):
-            return None
-        if buf_id not in self._cache:
-            buf = self._buffers.get(buf_id)
-            self._cache[buf_id] = None if buf is None else buffer_operand(buf)
-        return self._cache[buf_id]
-
-
-def _is_id(value: Any) -> bool:
-    return type(value) is int
+def _operands(buffers: Any) -> dict[int, Operand | None]:
+    """Buffer id → operand (None for a malformed shape); first occurrence wins for duplicate ids."""
+    table: dict[int, Operand | None] = {}
+    for buf in buffers if isinstance(buffers, list) else []:
+        if isinstance(buf, Buffer) and type(buf.id) is int and buf.id not in table:
+            table[buf.id] = buffer_operand(buf)
+    return table
 
 
 def check_memory_safety(prog: MegakernelProgram, index: object = None) -> list[Diagnostic]:
@@ -55,25 +41,25 @@ def check_memory_safety(prog: MegakernelProgram, index: object = None) -> list[D
     needed: buffers are resolved by id here.
     """
     found: list[Diagnostic] = []
-    operands = _Operands(prog.buffers if isinstance(prog.buffers, list) else [])
+    table = _operands(prog.buffers)
     for task in prog.tasks if isinstance(prog.tasks, list) else []:
-        ctx = _context(task, operands, found)
+        ctx = _context(task, table, found)
         if ctx is not None:
             check_op(ctx)
     return found
 
 
-def _context(task: Any, operands: _Operands, found: list[Diagnostic]) -> OpContext | None:
+def _context(task: Any, table: dict[int, Operand | None], found: list[Diagnostic]) -> OpContext | None:
     """The op application of a task, or None when the structure checks must judge it first."""
-    if not isinstance(task, Task) or not isinstance(task.op, InstructionKind):
+    if not isinstance(task, Task):
         return None
-    if not isinstance(task.inputs, list) or not isinstance(task.outputs, list):
+    op, inputs, outputs, params = task.op, task.inputs, task.outputs, task.params
+    if not (isinstance(op, InstructionKind) and isinstance(inputs, list) and isinstance(outputs, list)):
         return None
-    if not isinstance(task.params, dict) or not arity_ok(task.op, len(task.inputs), len(task.outputs)):
+    if not isinstance(params, dict) or not arity_ok(op, len(inputs), len(outputs)):
         return None
-    ins = [operands.get(i) for i in task.inputs]
-    outs = [operands.get(o) for o in task.outputs]
-    if any(o is None for o in ins) or any(o is None for o in outs):
+    ins = [table.get(i) if type(i) is int else None for i in inputs]
+    outs = [table.get(o) if type(o) is int else None for o in outputs]
+    if None in ins or None in outs:
         return None
-    where = f"task {task.describe()}"
-    return OpContext(task, task.op, [o for o in ins if o], [o for o in outs if o], task.params, where, found)
+    return OpContext(task, op, ins, outs, params, found)  # type: ignore[arg-type]  # no None left

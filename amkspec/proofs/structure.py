@@ -26,6 +26,7 @@ from amkspec.ir import (
     MemSpace,
     Page,
     PageAllocation,
+    Task,
     Wait,
 )
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
@@ -71,7 +72,9 @@ def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
     found.extend(check_ids(ix))
     found.extend(check_counter_init(ix))
     found.extend(check_buffers(ix))
-    for pos in range(ix.n):
+    for pos, task in enumerate(ix.tasks):
+        if task_is_clean(task, ix):
+            continue
         task_found = list(check_task(ix, pos))
         if any(d.severity is Severity.ERROR for d in task_found):
             ix.rejected_tasks.add(pos)
@@ -162,6 +165,53 @@ def buffer_nbytes(buf: Any) -> int | None:
 
 
 # -- tasks -----------------------------------------------------------------------------------
+
+
+def task_is_clean(task: Any, ix: ProgramIndex) -> bool:
+    """Fast path: True iff :func:`check_task` finds nothing (most tasks of a real program)."""
+    if type(task) is not Task or type(task.op) is not InstructionKind:
+        return False
+    spec = OP_REGISTRY.get(task.op)
+    ins, outs, waits, params = task.inputs, task.outputs, task.waits, task.params
+    if spec is None or type(ins) is not list or type(outs) is not list or type(waits) is not list:
+        return False
+    n_in = len(ins)
+    if n_in < spec.min_inputs or (spec.max_inputs != VARIADIC and n_in > spec.max_inputs):
+        return False
+    if n_in > ABI_MAX_INPUTS or len(outs) > ABI_MAX_OUTPUTS or len(waits) > ABI_MAX_WAITS:
+        return False
+    if spec.n_outputs != VARIADIC and len(outs) != spec.n_outputs:
+        return False
+    buffers, counters = ix.buffers, ix.counters
+    if not all(type(b) is int and b in buffers for b in ins) or not all(
+        type(b) is int and b in buffers for b in outs
+    ):
+        return False
+    if type(task.out_counter) is not int or task.out_counter not in counters:
+        return False
+    for w in waits:
+        t = getattr(w, "threshold", None)
+        if type(w) is not Wait or type(w.counter) is not int or w.counter not in counters:
+            return False
+        if type(t) is not int or not 1 <= t <= INT32_MAX:
+            return False
+    return type(params) is dict and _params_clean(params, spec.required_params)
+
+
+def _params_clean(params: dict[Any, Any], required: tuple[str, ...]) -> bool:
+    if not all(name in params for name in required):
+        return False
+    for key, value in params.items():
+        kind = PARAM_FIELDS.get(key)
+        if kind == "i":
+            if type(value) is not int or not INT32_MIN <= value <= INT32_MAX:
+                return False
+        elif kind == "f":
+            if type(value) not in (int, float) or not -FLOAT32_MAX <= value <= FLOAT32_MAX:
+                return False
+        else:
+            return False
+    return True
 
 
 def check_task(ix: ProgramIndex, pos: int) -> Iterator[Diagnostic]:

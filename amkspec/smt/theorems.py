@@ -25,12 +25,24 @@ expected to fail: their counterexamples are why amkspec's rules differ.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 import z3
 
 RULE_SETS = ("amkspec", "original", "spec-prose")
+
+RULES = {
+    "threshold": "D201/D202: every wait has 1 ≤ threshold ≤ #producers",
+    "self-wait": "D203: no task waits on its own out_counter",
+    "acyclic": "D204: the producer→consumer graph is acyclic",
+    "sm-queue": "D205: dependency plus SM-queue edges are acyclic",
+    "all-join": "R301: a wait on a shared counter waits for all its producers",
+    "never-produced": "R302: a read transient buffer has a writer (KV caches excepted)",
+    "provenance": "R303/R305: every other writer of a read buffer is a dependency ancestor",
+    "write-write": "R306: writers are disjoint tiles under one counter, or totally ordered",
+}
+"""The validator's rules as the theorems encode them (name → code and statement)."""
 
 
 @attrs.frozen
@@ -42,16 +54,22 @@ class TheoremResult:
     holds: bool | None
     """True: UNSAT (proved up to the bound); False: counterexample; None: solver gave up."""
     seconds: float
+    """Wall-clock time."""
+    cpu_seconds: float
+    """Processor time of this process (the solver runs in it): robust to a busy machine."""
     counterexample: str = ""
 
 
 class SymbolicProgram:
     """A program of ``n`` tasks whose structure is unknown, and one execution prefix of it."""
 
-    def __init__(self, n: int, buffers: int, rules: str, sms: bool) -> None:
+    def __init__(self, n: int, buffers: int, rules: str, sms: bool, drop: Iterable[str] = ()) -> None:
         if rules not in RULE_SETS:
             raise ValueError(f"unknown rule set {rules!r}")
         self.n, self.rules, self.nb = n, rules, buffers
+        self.drop = frozenset(drop)
+        if self.drop - set(RULES):
+            raise ValueError(f"unknown rule(s) {sorted(self.drop - set(RULES))}")
         r = range(n)
         self.prod = [[z3.Bool(f"prod_{p}_{c}") for c in r] for p in r]
         self.waits = [[z3.Bool(f"wait_{i}_{c}") for c in r] for i in r]
@@ -90,23 +108,28 @@ class SymbolicProgram:
             f.extend(z3.And(self.thr[i][c] >= 1, self.thr[i][c] <= n) for c in range(n))
 
     # -- the validator's rules -------------------------------------------------------------------
+    def rule(self, name: str, fact: z3.BoolRef) -> None:
+        """Assert one instance of rule ``name`` (unless the rule is dropped)."""
+        if name not in self.drop:
+            self.facts.append(fact)
+
     def _rules(self) -> None:
         n, f = self.n, self.facts
         for i in range(n):
             for c in range(n):
                 w, t, np_ = self.waits[i][c], self.thr[i][c], self.nprod(c)
-                f.append(z3.Implies(w, t <= np_))  # D201/D202
-                f.append(z3.Implies(z3.And(w, np_ > 1), t == np_))  # R301 all-join
-                f.append(z3.Not(z3.And(w, self.prod[i][c])))  # D203 self-wait
+                self.rule("threshold", z3.Implies(w, t <= np_))
+                self.rule("all-join", z3.Implies(z3.And(w, np_ > 1), t == np_))
+                self.rule("self-wait", z3.Not(z3.And(w, self.prod[i][c])))
         for a in range(n):
             for b in range(n):
                 dep = self.edge(a, b)
-                f.append(z3.Implies(dep, self.rank[a] < self.rank[b]))  # D204 acyclic
+                self.rule("acyclic", z3.Implies(dep, self.rank[a] < self.rank[b]))
                 if self.rules == "original":  # pairwise queue rule
                     if a >= b:
-                        f.append(z3.Not(z3.And(dep, self.same_queue(a, b))))
+                        self.rule("sm-queue", z3.Not(z3.And(dep, self.same_queue(a, b))))
                 elif a < b:  # D205 dag ∪ queue
-                    f.append(z3.Implies(self.same_queue(a, b), self.rank[a] < self.rank[b]))
+                    self.rule("sm-queue", z3.Implies(self.same_queue(a, b), self.rank[a] < self.rank[b]))
                 f.append(
                     self.anc[a][b]
                     == z3.Or(
@@ -117,23 +140,22 @@ class SymbolicProgram:
             self._buffer_rules(b)
 
     def _buffer_rules(self, b: int) -> None:
-        n, f = self.n, self.facts
+        n = self.n
         writers = [self.writes[w][b] for w in range(n)]
         for r in range(n):
-            f.append(z3.Implies(z3.And(self.reads[r][b], z3.Not(self.kv[b])), z3.Or(writers)))  # R302
+            self.rule(
+                "never-produced", z3.Implies(z3.And(self.reads[r][b], z3.Not(self.kv[b])), z3.Or(writers))
+            )
             if self.rules == "spec-prose":
                 some = z3.Or([z3.And(self.writes[w][b], self.anc[w][r]) for w in range(n) if w != r])
-                f.append(
-                    z3.Implies(
-                        z3.And(self.reads[r][b], z3.Or([writers[w] for w in range(n) if w != r])), some
-                    )
-                )
+                others = z3.Or([writers[w] for w in range(n) if w != r])
+                self.rule("provenance", z3.Implies(z3.And(self.reads[r][b], others), some))
             else:
-                f.extend(
-                    z3.Implies(z3.And(self.reads[r][b], self.writes[w][b]), self.anc[w][r])  # R303/R305
-                    for w in range(n)
-                    if w != r
-                )
+                for w in range(n):
+                    if w != r:
+                        self.rule(
+                            "provenance", z3.Implies(z3.And(self.reads[r][b], writers[w]), self.anc[w][r])
+                        )
         pairs = [(x, y) for x in range(n) for y in range(x + 1, n)]
         both = {p: z3.And(self.writes[p[0]][b], self.writes[p[1]][b]) for p in pairs}
         tiles = z3.And(
@@ -148,7 +170,7 @@ class SymbolicProgram:
             ]
         )
         ordered = z3.And([z3.Implies(both[(x, y)], z3.Or(self.anc[x][y], self.anc[y][x])) for x, y in pairs])
-        f.append(z3.Or(tiles, ordered))  # R306
+        self.rule("write-write", z3.Or(tiles, ordered))
 
     def overlap(self, a: int, b: int) -> z3.BoolRef:
         return z3.And(self.lo[a] < self.hi[b], self.lo[b] < self.hi[a])
@@ -199,6 +221,12 @@ def _read_race(p: SymbolicProgram, kv: bool) -> z3.BoolRef:
             ]
         ),
     )
+
+
+def _unwritten_read(p: SymbolicProgram) -> z3.BoolRef:
+    n = p.n
+    nobody = z3.Not(z3.Or([p.writes[w][0] for w in range(n)]))
+    return z3.And(z3.Not(p.kv[0]), nobody, z3.Or([z3.And(p.reads[r][0], p.started(r)) for r in range(n)]))
 
 
 def _write_race(p: SymbolicProgram) -> z3.BoolRef:
@@ -304,6 +332,13 @@ THEOREMS: tuple[Theorem, ...] = (
         lambda p: _read_race(p, kv=True),
     ),
     Theorem(
+        "unwritten-read-freedom",
+        "no task that reads an ACTIVATION/IO_OUTPUT no task writes can start",
+        1,
+        True,
+        _unwritten_read,
+    ),
+    Theorem(
         "write-race-freedom",
         "no two writers with overlapping footprints can run at the same time",
         1,
@@ -320,10 +355,12 @@ THEOREMS: tuple[Theorem, ...] = (
 )
 
 
-def prove(theorem: Theorem, n: int, rules: str = "amkspec", timeout_s: float | None = None) -> TheoremResult:
-    """Prove ``theorem`` for every program of at most ``n`` tasks under ``rules``."""
-    t0 = time.perf_counter()
-    p = SymbolicProgram(n, theorem.buffers, rules, theorem.sms)
+def prove(
+    theorem: Theorem, n: int, rules: str = "amkspec", timeout_s: float | None = None, drop: Iterable[str] = ()
+) -> TheoremResult:
+    """Prove ``theorem`` for every program of at most ``n`` tasks under ``rules`` (less ``drop``)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    p = SymbolicProgram(n, theorem.buffers, rules, theorem.sms, drop)
     solver = z3.Solver()
     if timeout_s is not None:
         solver.set("timeout", int(timeout_s * 1000))
@@ -332,7 +369,16 @@ def prove(theorem: Theorem, n: int, rules: str = "amkspec", timeout_s: float | N
     result = solver.check()
     holds = None if result == z3.unknown else result == z3.unsat
     example = _describe(p, solver.model()) if result == z3.sat else ""
-    return TheoremResult(theorem.name, theorem.statement, n, rules, holds, time.perf_counter() - t0, example)
+    return TheoremResult(
+        theorem.name,
+        theorem.statement,
+        n,
+        rules,
+        holds,
+        time.perf_counter() - t0,
+        time.process_time() - c0,
+        example,
+    )
 
 
 def _describe(p: SymbolicProgram, m: z3.ModelRef) -> str:
@@ -360,3 +406,11 @@ def _describe(p: SymbolicProgram, m: z3.ModelRef) -> str:
             f"cols [{num(p.lo[i])},{num(p.hi[i])}); sm {'-' if sm == -1 else sm}; {when}"
         )
     return "\n".join(lines)
+
+
+def necessity(n: int = 3) -> dict[str, TheoremResult | None]:
+    """For each rule, the first theorem that fails up to ``n`` tasks once the rule is dropped."""
+    out: dict[str, TheoremResult | None] = {}
+    for rule in RULES:
+        out[rule] = next((r for t in THEOREMS if (r := prove(t, n, drop=[rule])).holds is False), None)
+    return out

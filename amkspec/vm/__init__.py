@@ -20,11 +20,12 @@ from amkspec.vm.errors import (
 )
 from amkspec.vm.machine import ReferenceVM
 from amkspec.vm.policies import ListOrder, Policy, Replay, SeededRandom
-from amkspec.vm.replay import ReadRecord, ReplayReport
+from amkspec.vm.replay import ReadRecord, ReplayReport, WriteConflict
 from amkspec.vm.stats import RunStats
+from amkspec.vm.witness import ReplayResult, replay_trace
 
 __all__ = [
     "BindingError", "DeadlockError", "ExecutionError", "ListOrder", "Policy", "ReadRecord",
-    "ReferenceVM", "RefusedProgram", "Replay", "ReplayReport", "RunStats", "SeededRandom",
-    "StuckTask", "TraceError",
+    "ReferenceVM", "RefusedProgram", "Replay", "ReplayReport", "ReplayResult", "RunStats",
+    "SeededRandom", "StuckTask", "TraceError", "WriteConflict", "replay_trace",
 ]

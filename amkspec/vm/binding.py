@@ -8,6 +8,11 @@ the conversion is lossless, and float buffers also accept any float (F16/BF16
 buffers take float32 arrays and round). The caller's tensors are never written:
 read-only buffers that no task writes may share memory with the caller, every
 other bound tensor is a private copy.
+
+When the program carries a page allocation, the ACTIVATION buffers assigned to
+one page share its storage (each a view of the page's first ``nbytes``), exactly
+as on the device: a validated allocation then changes no result, and a bad one
+clobbers data visibly.
 """
 
 from __future__ import annotations
@@ -66,6 +71,27 @@ def convert(value: Any, buffer: Buffer, what: str, private: bool) -> Tensor:
     )
 
 
+def _paged(program: MegakernelProgram) -> dict[int, Tensor]:
+    """ACTIVATION buffer id → a view of its page's storage (spec §4)."""
+    if program.pages is None:
+        return {}
+    pages = {p.id: p for p in program.pages.pages}
+    storage: dict[int, Tensor] = {}
+    views: dict[int, Tensor] = {}
+    for buf in program.buffers:
+        page_id = program.pages.buffer_to_page.get(buf.id)
+        if page_id is None or buf.kind is not BufferKind.ACTIVATION:
+            continue
+        page = pages.get(page_id)
+        if page is None or page.nbytes < buf.nbytes:
+            size = "is missing" if page is None else f"holds {page.nbytes} bytes"
+            raise BindingError(f"buffer {buf.name!r} ({buf.nbytes} bytes) is on page {page_id}, which {size}")
+        raw = storage.setdefault(page.id, torch.zeros(page.nbytes, dtype=torch.uint8))
+        shape = storage_shape(buf.dtype, buf.shape)
+        views[buf.id] = raw[: buf.nbytes].view(torch_dtype(buf.dtype)).reshape(shape)
+    return views
+
+
 def _missing(kind: str, names: list[str]) -> BindingError:
     shown = ", ".join(repr(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
     return BindingError(f"missing {kind}: {shown}")
@@ -79,7 +105,7 @@ def bind(
     written: set[int],
 ) -> dict[int, Tensor]:
     """Buffer id → bound tensor for one launch; ``kv`` holds the KV state to start from."""
-    bound: dict[int, Tensor] = {}
+    bound: dict[int, Tensor] = _paged(program)
     missing: dict[str, list[str]] = {"weights": [], "inputs": []}
     for buf in program.buffers:
         private = buf.id in written or buf.kind not in READONLY_KINDS
@@ -96,7 +122,7 @@ def bind(
             bound[buf.id] = convert(inputs[buf.name], buf, f"input {buf.name!r}", private)
         elif buf.kind is BufferKind.KV_CACHE and buf.name in kv:
             bound[buf.id] = convert(kv[buf.name], buf, f"kv {buf.name!r}", True)
-        else:
+        elif buf.id not in bound:
             bound[buf.id] = empty_storage(buf)
     for kind, names in missing.items():
         if names:

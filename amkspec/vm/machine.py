@@ -8,8 +8,10 @@ launches; one launch is one forward pass (one decoded token).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -20,11 +22,25 @@ from amkspec.semantics import OP_SEMANTICS, OpError
 from amkspec.vm.binding import bind
 from amkspec.vm.errors import BindingError, ExecutionError, RefusedProgram
 from amkspec.vm.plan import Plan
-from amkspec.vm.policies import ListOrder, Policy, Replay
+from amkspec.vm.policies import ListOrder, Policy, Replay, SeededRandom
 from amkspec.vm.replay import ShadowReplay
 from amkspec.vm.stats import RunStats
 
 Tensor = torch.Tensor
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one launch: a launch allocates many short-lived
+    tensors and lists but no cycles, and collections over a large program's records would
+    otherwise dominate the scheduling time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class ReferenceVM:
@@ -72,7 +88,11 @@ class ReferenceVM:
         bound = bind(self.program, weights, inputs, state, self._written)
         bind_s = time.perf_counter() - t0
         chosen = policy or self.policy
-        stats = self._replay(bound, chosen) if isinstance(chosen, Replay) else self._execute(bound, chosen)
+        with _gc_paused():
+            if isinstance(chosen, Replay):
+                stats = self._replay(bound, chosen)
+            else:
+                stats = self._execute(bound, chosen)
         stats.bind_s = bind_s
         self.last_stats = stats
         out = {}
@@ -94,9 +114,8 @@ class ReferenceVM:
         task = self.program.tasks[pos]
         return ExecutionError(f"task {task.describe()} ({task.op.name}) failed: {exc}")
 
-    def _execute(self, bound: dict[int, Tensor], policy: Policy) -> RunStats:
+    def _execute(self, bound: dict[int, Tensor], policy: ListOrder | SeededRandom) -> RunStats:
         """The event-driven loop: pop a ready task, run it, increment its counter, release waiters."""
-        assert not isinstance(policy, Replay)
         plan, tasks = self.plan, self.program.tasks
         operands = self._operands(bound)
         fns = [OP_SEMANTICS[t.op] for t in tasks]

@@ -8,8 +8,6 @@ ever grow by 1, so when counter ``c`` reaches ``v`` exactly the bucket
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import attrs
 
 from amkspec.ir import MegakernelProgram
@@ -30,14 +28,13 @@ class Plan:
     def build(cls, program: MegakernelProgram) -> Plan:
         init = {c.id: c.init for c in program.counters}
         unmet = [0] * len(program.tasks)
-        release: dict[int, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+        release: dict[int, dict[int, list[int]]] = {}
         for pos, task in enumerate(program.tasks):
             for wait in task.waits:
                 if wait.threshold > init.get(wait.counter, 0):
                     unmet[pos] += 1
-                    release[wait.counter][wait.threshold].append(pos)
-        frozen = {c: dict(b) for c, b in release.items()}
-        return cls(program, init, unmet, frozen, [t.out_counter for t in program.tasks])
+                    release.setdefault(wait.counter, {}).setdefault(wait.threshold, []).append(pos)
+        return cls(program, init, unmet, release, [t.out_counter for t in program.tasks])
 
     def ready_at_launch(self) -> list[int]:
         return [pos for pos, n in enumerate(self.unmet) if n == 0]

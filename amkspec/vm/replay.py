@@ -1,6 +1,7 @@
 """Replaying an event trace with shadow state (DESIGN.md execution model).
 
-Each task has a start and an end event; tasks may overlap. A task reads its
+Each task has a start and an end event; tasks may overlap, except that tasks
+assigned to one SM run one at a time in task-list order. A task reads its
 inputs at its ``start`` and sees every buffer as of that moment; its writes
 become visible only at its ``end`` (when its out_counter is incremented). So a
 race witness — a trace where a reader starts before a writer of its input has
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 import torch
 
-from amkspec.ir import READONLY_KINDS
+from amkspec.ir import READONLY_KINDS, BufferKind, MegakernelProgram, Task
 from amkspec.ir.graph import writers_by_buffer
 from amkspec.proofs.trace import Event
 from amkspec.vm.errors import TraceError
@@ -35,13 +37,32 @@ RunTask = Callable[[int, list[Tensor], list[Tensor]], None]
 @attrs.frozen
 class ReadRecord:
     """Task ``reader`` read ``buffer`` at its start; ``complete``/``pending`` are the other writers
-    of that buffer that had / had not ended. ``seen`` is the value read when some were pending."""
+    of that buffer that had / had not ended; ``clobbered_by`` is the task that last wrote another
+    buffer sharing its page; ``unwritten`` says no task writes this transient buffer at all.
+    ``seen`` is the value read when the read was stale."""
 
     reader: int
     buffer: int
     complete: tuple[int, ...]
     pending: tuple[int, ...]
+    clobbered_by: int | None = None
+    unwritten: bool = False
     seen: Tensor | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.pending) or self.clobbered_by is not None or self.unwritten
+
+
+@attrs.frozen
+class WriteConflict:
+    """Tasks ``first`` and ``second`` were both running with writes to the same ``elements`` of
+    ``buffer`` pending: whichever ends last decides the value (a write race)."""
+
+    first: int
+    second: int
+    buffer: int
+    elements: int
 
 
 @attrs.define
@@ -49,23 +70,73 @@ class ReplayReport:
     """Every read of a transient buffer during a replay, and the events actually executed."""
 
     reads: list[ReadRecord] = attrs.Factory(list)
+    conflicts: list[WriteConflict] = attrs.Factory(list)
     events: list[Event] = attrs.Factory(list)
 
     @property
     def stale_reads(self) -> list[ReadRecord]:
-        """Reads that began before some writer of the buffer had ended (a data race observed)."""
-        return [r for r in self.reads if r.pending]
+        """Reads that saw data other than what the program means them to see (a race observed)."""
+        return [r for r in self.reads if r.stale]
 
-    def describe(self, names: dict[int, str] | None = None) -> list[str]:
-        """One line per stale read."""
-        def name(i: int) -> str:
-            return (names or {}).get(i, str(i))
+    @property
+    def clean(self) -> bool:
+        """No stale read and no write conflict."""
+        return not self.stale_reads and not self.conflicts
 
-        return [
-            f"task {name(r.reader)} read buffer {r.buffer} before writer(s) "
-            f"{', '.join(name(w) for w in r.pending)} ended"
-            for r in self.stale_reads
-        ]
+    def describe(self, program: MegakernelProgram | None = None) -> list[str]:
+        """One line per stale read and per write conflict (tasks as ``id:label`` and buffers by
+        name when ``program`` is given)."""
+        tasks = {t.id: t.describe() for t in program.tasks} if program else {}
+        buffers = {b.id: f"{b.id}:{b.name}" for b in program.buffers} if program else {}
+
+        def task(i: int) -> str:
+            return tasks.get(i, str(i))
+
+        lines = []
+        for r in self.stale_reads:
+            if r.pending:
+                why = f" before writer(s) {', '.join(task(w) for w in r.pending)} ended"
+            elif r.clobbered_by is not None:
+                why = f" after task {task(r.clobbered_by)} overwrote its page"
+            else:
+                why = ", which no task writes"
+            lines.append(f"task {task(r.reader)} read buffer {buffers.get(r.buffer, r.buffer)}{why}")
+        lines.extend(
+            f"tasks {task(c.first)} and {task(c.second)} overlapped writing {c.elements} element(s) "
+            f"of buffer {buffers.get(c.buffer, c.buffer)}"
+            for c in self.conflicts
+        )
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: stale reads and write conflicts."""
+        return {
+            "stale_reads": [
+                {"reader": r.reader, "buffer": r.buffer, "pending": list(r.pending),
+                 "complete": list(r.complete), "clobbered_by": r.clobbered_by, "unwritten": r.unwritten}
+                for r in self.stale_reads
+            ],
+            "conflicts": [attrs.asdict(c) for c in self.conflicts],
+        }
+
+
+def _pages(program: MegakernelProgram) -> dict[int, int]:
+    """Paged ACTIVATION buffer id → page id (the buffers the VM binds to shared page storage)."""
+    if program.pages is None:
+        return {}
+    kinds = {b.id: b.kind for b in program.buffers}
+    return {b: p for b, p in program.pages.buffer_to_page.items() if kinds.get(b) is BufferKind.ACTIVATION}
+
+
+def _queue_predecessors(tasks: list[Task]) -> list[int | None]:
+    """For each task with an SM, the position of the task before it in that SM's queue (list order)."""
+    last: dict[int, int] = {}
+    prev: list[int | None] = []
+    for pos, task in enumerate(tasks):
+        prev.append(last.get(task.sm) if task.sm is not None else None)
+        if task.sm is not None:
+            last[task.sm] = pos
+    return prev
 
 
 def _written_mask(a: Tensor, b: Tensor) -> Tensor:
@@ -92,7 +163,11 @@ class ShadowReplay:
         self.writers = {b: [self.pos[w] for w in ws] for b, ws in writers_by_buffer(plan.program).items()}
         kinds = {b.id: b.kind for b in plan.program.buffers}
         self.transient = {b for b, k in kinds.items() if k not in READONLY_KINDS}
+        self.fresh = {b for b, k in kinds.items() if k in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT)}
         self.report = ReplayReport()
+        self.queue_prev = _queue_predecessors(plan.program.tasks)
+        self.page_of = _pages(plan.program)
+        self.page_last: dict[int, tuple[int, int]] = {}
 
     def _task(self, event: Event) -> int:
         pos = self.pos.get(event.task)
@@ -110,6 +185,12 @@ class ShadowReplay:
                     f"trace starts task {task.describe()} while counter {w.counter} is "
                     f"{self.values.get(w.counter, 0)} < {w.threshold}"
                 )
+        prev = self.queue_prev[pos]
+        if prev is not None and not self.ended[prev]:
+            raise TraceError(
+                f"trace starts task {task.describe()} before {self.plan.program.tasks[prev].describe()}, "
+                f"earlier in the queue of SM {task.sm}, has ended"
+            )
         self.started[pos] = True
         self.order.append(task.id)
         self._record_reads(pos)
@@ -122,20 +203,35 @@ class ShadowReplay:
             runs.append(outs)
         self.task_s[task.id] = time.perf_counter() - t0
         self.pending[pos] = [(b, runs[0][b], _written_mask(runs[0][b], runs[1][b])) for b in runs[0]]
+        self._record_conflicts(pos)
         self.in_flight.append(pos)
         self.report.events.append(Event("start", task.id))
 
     def _record_reads(self, pos: int) -> None:
-        task = self.plan.program.tasks[pos]
-        for b in dict.fromkeys(task.inputs):
+        tasks = self.plan.program.tasks
+        for b in dict.fromkeys(tasks[pos].inputs):
             if b not in self.transient:
                 continue
-            others = [w for w in self.writers.get(b, []) if w != pos]
-            ids = self.plan.program.tasks
-            done = tuple(ids[w].id for w in others if self.ended[w])
-            pending = tuple(ids[w].id for w in others if not self.ended[w])
-            seen = self.bound[b].clone() if pending else None
-            self.report.reads.append(ReadRecord(task.id, b, done, pending, seen))
+            writers = self.writers.get(b, [])
+            others = [w for w in writers if w != pos]
+            done = tuple(tasks[w].id for w in others if self.ended[w])
+            pending = tuple(tasks[w].id for w in others if not self.ended[w])
+            last = self.page_last.get(self.page_of[b]) if b in self.page_of else None
+            clobber = last[1] if last is not None and last[0] != b else None
+            unwritten = not writers and b in self.fresh
+            stale = bool(pending) or clobber is not None or unwritten
+            seen = self.bound[b].clone() if stale else None
+            self.report.reads.append(ReadRecord(tasks[pos].id, b, done, pending, clobber, unwritten, seen))
+
+    def _record_conflicts(self, pos: int) -> None:
+        tasks = self.plan.program.tasks
+        mine = {b: mask for b, _, mask in self.pending[pos]}
+        for other in self.in_flight:
+            for b, _, mask in self.pending[other]:
+                if b in mine and mine[b].shape == mask.shape:
+                    both = int((mine[b] & mask).sum())
+                    if both:
+                        self.report.conflicts.append(WriteConflict(tasks[other].id, tasks[pos].id, b, both))
 
     def end(self, pos: int) -> None:
         task = self.plan.program.tasks[pos]
@@ -143,6 +239,8 @@ class ShadowReplay:
             raise TraceError(f"trace ends task {task.describe()}, which is not running")
         for b, value, mask in self.pending.pop(pos):
             self.bound[b].copy_(torch.where(mask, value, self.bound[b]))
+            if b in self.page_of:
+                self.page_last[self.page_of[b]] = (b, task.id)
         self.ended[pos] = True
         self.in_flight.remove(pos)
         c = self.plan.counter_of[pos]
@@ -162,7 +260,8 @@ class ShadowReplay:
         while progress:
             progress = False
             for pos, task in enumerate(self.plan.program.tasks):
-                if not self.started[pos] and all(
+                prev = self.queue_prev[pos]
+                if not self.started[pos] and (prev is None or self.ended[prev]) and all(
                     self.values.get(w.counter, 0) >= w.threshold for w in task.waits
                 ):
                     self.start(pos)

@@ -152,3 +152,26 @@ def test_demo_step_reports_agreement(capsys: pytest.CaptureFixture[str]) -> None
     assert run_toy_models(Path("."))
     out = capsys.readouterr().out
     assert "toy-2L" in out and "DISAGREE" not in out
+
+
+def test_quantized_lower_weights_and_run(tmp_path: Path) -> None:
+    prog, weights, feed = tmp_path / "q.json", tmp_path / "qw.npz", tmp_path / "in.json"
+    assert _invoke("lower", "toy", "--quant", "4", "--group", "32", "-o", str(prog))[0] == 0
+    assert _invoke("weights", "toy", "--quant", "4", "--group", "32", "-o", str(weights))[0] == 0
+    feed.write_text(json.dumps({"token_id": [7], "pos": [0], "reshape_id0": [0]}))
+    code, out, err = _invoke("run", str(prog), "--weights", str(weights), "--inputs", str(feed),
+                             "--steps", "2")
+    assert code == 0, err
+    assert out.count("argmax") == 2
+    code, out, _ = _invoke("decode", "toy", "--prompt", "7", "--steps", "2", "--quant", "8")
+    assert code == 0 and "agree" in out
+    assert _invoke("lower", "toy", "--quant", "4", "--group", "0")[0] == 2
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors", ".bin"])
+def test_unreadable_weights_exit_2(tmp_path: Path, suffix: str) -> None:
+    bad, feed = tmp_path / f"w{suffix}", tmp_path / "in.json"
+    bad.write_text("garbage")
+    feed.write_text(json.dumps({"token_id": [7], "pos": [0], "reshape_id0": [0]}))
+    code, _, err = _invoke("run", str(DEFAULT), "--weights", str(bad), "--inputs", str(feed))
+    assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1

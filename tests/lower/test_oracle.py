@@ -110,3 +110,24 @@ def test_without_eager_the_vm_drives_itself() -> None:
     run = greedy_decode("toy", [7], 3, weights=W1, eager=False)
     assert run.generated == [[25, 103, 202]]
     assert all(s.check is None for s in run.steps) and run.agree
+
+
+@pytest.mark.slow
+def test_medium_decode_agrees_with_eager() -> None:
+    run = greedy_decode("medium", [11, 4000], 2, config=CONFIGS["splitkv4"], target="h100")
+    assert run.agree, [s.check for s in run.steps]
+
+
+def test_shared_pages_survive_any_interleaving() -> None:
+    eager = EagerDecoder(TOY_2L, W2)
+    tokens = [(11 * i + 5) % 256 for i in range(21)]
+    kv = _prefilled(eager, tokens[:-1])
+    pos = len(tokens) - 1
+    prog = lower("toy-2L", "rtx5090", CONFIGS["splitkv4"], pos=pos)
+    assert prog.pages is not None and len(prog.pages.pages) < len(prog.pages.buffer_to_page) / 3
+    feed = step_inputs(pos, tokens[-1:])
+    reference = ReferenceVM(prog).run(W2, feed, kv)["logits"]
+    for seed in range(5):
+        shuffled = ReferenceVM(prog, policy=SeededRandom(seed)).run(W2, feed, kv)["logits"]
+        assert torch.equal(shuffled, reference)
+    assert compare_logits(reference, eager.step(tokens[-1:])).passed

@@ -10,6 +10,7 @@ import amkspec
 from amkspec.ir import TARGETS, BufferKind, ScheduleConfig
 from amkspec.lower import lower
 from amkspec.lower.cost import predicted_latency_us, task_us
+from amkspec.lower.sm_assign import assign_sms
 from tests.conftest import FIXTURES
 from tests.lower.checks import page_clobbers, sm_queue_violations
 
@@ -90,3 +91,29 @@ def test_cost_model_matches_the_original_predictions() -> None:
     assert predicted_latency_us(auto) == pytest.approx(24.286, abs=1e-3)
     with pytest.raises(ValueError, match="target"):
         predicted_latency_us(lower("toy"))
+
+
+def test_medium_schedule_validates_and_saves_scratch() -> None:
+    config = ScheduleConfig(sm_assignment="load_balance", page_allocation="graph_color")
+    prog = lower("medium", "h100", config, pos=7)
+    assert amkspec.validate(prog).ok
+    assert sm_queue_violations(prog) == []
+    plain = lower("medium", "h100", ScheduleConfig(page_allocation="none"), pos=7)
+    assert prog.total_scratch_bytes() < plain.total_scratch_bytes() / 4
+
+
+def test_an_unordered_page_sharing_is_rejected() -> None:
+    prog = lower("toy", "rtx5090", ScheduleConfig(page_allocation="graph_color"))
+    assert prog.pages is not None
+    one = max(prog.pages.pages, key=lambda p: p.nbytes)
+    prog.pages.buffer_to_page = dict.fromkeys(prog.pages.buffer_to_page, one.id)
+    one.nbytes = max(b.nbytes for b in prog.buffers if b.kind is BufferKind.ACTIVATION)
+    assert page_clobbers(prog) != []
+    assert not amkspec.validate(prog).ok
+
+
+def test_assignment_refuses_a_non_topological_task_list() -> None:
+    prog = lower("toy", "rtx5090", ScheduleConfig(page_allocation="none"), compat=True)
+    prog.tasks.reverse()
+    with pytest.raises(ValueError, match="before"):
+        assign_sms(prog, "round_robin")

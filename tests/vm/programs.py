@@ -13,6 +13,9 @@ from amkspec.ir import (
     DType,
     InstructionKind,
     MegakernelProgram,
+    MemSpace,
+    Page,
+    PageAllocation,
     ProgramBuilder,
     Task,
     Wait,
@@ -95,3 +98,80 @@ def kv_program(pos: int = 0) -> MegakernelProgram:
     append = b.add_task(K.KV_APPEND, [x, kc], [kc], params={"pos": pos}, label="append")
     b.add_task(K.COPY, [kc], [out], waits=[b.after(append)], label="snapshot")
     return b.build()
+
+
+def paged_pair(reuse_after_read: bool = True) -> MegakernelProgram:
+    """``a = 2·x`` and ``b = 3·a`` share no page; ``c = a + x`` lives on ``a``'s page.
+
+    With ``reuse_after_read`` the write of ``c`` waits for ``b`` (the last reader of ``a``), so
+    the reuse is safe; without it the write of ``c`` may clobber ``a`` before ``b`` reads it.
+    """
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    a = b.new_buffer("a", BufferKind.ACTIVATION, DType.F32, (1, 4))
+    y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    c = b.new_buffer("c", BufferKind.ACTIVATION, DType.F32, (1, 4))
+    z = b.new_buffer("z", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    t0 = b.add_task(K.MUL, [x], [a], params={"scale": 2.0}, label="a")
+    t1 = b.add_task(K.MUL, [a], [y], waits=[b.after(t0)], params={"scale": 3.0}, label="y")
+    t2 = b.add_task(K.MUL, [x], [c], waits=[b.after(t1)] if reuse_after_read else [],
+                    params={"scale": 5.0}, label="c")
+    b.add_task(K.COPY, [c], [z], waits=[b.after(t2)], label="z")
+    pages = PageAllocation({a: 0, c: 0}, [Page(0, MemSpace.HBM, 16, 0, 3)])
+    return b.build(pages=pages)
+
+
+@st.composite
+def tiled_dags(draw: st.DrawFn, max_tasks: int = 8) -> tuple[MegakernelProgram, dict[str, Any]]:
+    """A valid program with real numerics: the tasks of a counter group write column tiles of the
+    group's buffer; a task multiplies the buffer of the first group it waits on (or the input) by
+    its own weight. Returns the program and its weights."""
+    import torch
+
+    dag = draw(nop_dags(max_tasks))
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 3))
+    n_groups = len(dag.counters)
+    size = {g: sum(t.out_counter == g for t in dag.tasks) for g in range(n_groups)}
+    outs = {g: b.new_buffer(f"g{g}", BufferKind.IO_OUTPUT, DType.F32, (1, 2 * size[g]))
+            for g in range(n_groups)}
+    for g in range(n_groups):
+        b.new_counter(f"g{g}")
+    weights: dict[str, Any] = {}
+    seen: dict[int, int] = {}
+    for task in dag.tasks:
+        g = task.out_counter
+        src = outs[task.waits[0].counter] if task.waits else x
+        width = 3 if src == x else 2 * size[task.waits[0].counter]
+        w = b.new_buffer(f"w{task.id}", BufferKind.WEIGHT, DType.F32, (2 * size[g], width))
+        rng = torch.Generator().manual_seed(task.id)
+        weights[f"w{task.id}"] = torch.randn(2 * size[g], width, generator=rng)
+        tile = seen.get(g, 0)
+        seen[g] = tile + 1
+        b.add_task(K.GEMV_TILE, [src, w], [outs[g]], out_counter=g, waits=task.waits,
+                   params={"K": width, "N_tile": 2, "n_off": 2 * tile}, label=task.label)
+    return b.build(), weights
+
+
+@st.composite
+def interleavings(draw: st.DrawFn, program: MegakernelProgram) -> list[Any]:
+    """A legal start/end trace of ``program`` in which running tasks overlap at random."""
+    from amkspec.proofs.trace import Event
+
+    values = {c.id: 0 for c in program.counters}
+    started: set[int] = set()
+    running: list[int] = []
+    events = []
+    while len(started) < len(program.tasks) or running:
+        ready = [t.id for t in program.tasks if t.id not in started
+                 and all(values[w.counter] >= w.threshold for w in t.waits)]
+        choices = [("start", t) for t in ready] + [("end", t) for t in running]
+        kind, task = draw(st.sampled_from(choices))
+        events.append(Event(kind, task))
+        if kind == "start":
+            started.add(task)
+            running.append(task)
+        else:
+            running.remove(task)
+            values[program.tasks[task].out_counter] += 1
+    return events

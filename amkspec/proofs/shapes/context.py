@@ -19,27 +19,27 @@ from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
 from amkspec.proofs.diagnostics import Diagnostic, diag
 
 
-@attrs.frozen
 class Operand:
-    """A tensor a task reads or writes: its shape, dtype (None if unknown) and name for messages."""
+    """A tensor a task reads or writes: its shape, dtype (None if unknown) and name for messages.
 
-    name: str
-    shape: tuple[int, ...]
-    dtype: DType | None
-    buffer: int | None = None
+    ``rank``, ``numel`` and ``rows`` (the number of rows when viewed as ``[-1, shape[-1]]``, 1 for
+    rank 0 or 1) are computed once: an operand is built once per buffer and read by many tasks.
+    Operands compare by identity.
+    """
 
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
+    __slots__ = ("buffer", "dtype", "name", "numel", "rank", "rows", "shape")
 
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: DType | None, buffer: int | None = None) -> None:
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.buffer = buffer
+        self.rank = len(shape)
+        self.numel = math.prod(shape)
+        self.rows = math.prod(shape[:-1])
 
-    @property
-    def rows(self) -> int:
-        """Number of rows when viewed as ``[-1, shape[-1]]`` (1 for rank 0 or 1)."""
-        return math.prod(self.shape[:-1])
+    def __repr__(self) -> str:
+        return f"Operand({self.name!r}, {self.shape!r}, {self.dtype!r})"
 
 
 def is_shape(shape: Any) -> bool:
@@ -75,15 +75,21 @@ def is_integer_dtype(dtype: DType | None) -> bool | None:
 
 @attrs.define
 class OpContext:
-    """One op application: the task (or recipe step) being checked and its operands."""
+    """One op application: the task (or one of its recipe steps) being checked and its operands."""
 
     task: Task
     op: InstructionKind
     inputs: list[Operand]
     outputs: list[Operand]
     params: Mapping[str, Any]
-    where: str
     found: list[Diagnostic]
+    step: str = ""
+    """Where inside the task, e.g. ``" recipe step 2 (ADD)"``; empty for the task itself."""
+
+    @property
+    def where(self) -> str:
+        """``task id:label`` plus the step, as messages start (built only when reporting)."""
+        return f"task {self.task.describe()}{self.step}"
 
     def param(self, key: str, default: int | None = None) -> int | None:
         """See :func:`int_param`."""

@@ -72,8 +72,8 @@ def check_fused(ctx: OpContext, dispatch: Callable[[OpContext], None]) -> None:
             dtype = step.out_dtype[0] if step.out_dtype is not None else ins[0].dtype
             out = Operand(f"scratch {step.out}", shape, dtype)
             scratch[step.out] = out
-        where = f"{ctx.where} recipe step {step.index} ({step.op.name})"
-        dispatch(OpContext(ctx.task, step.op, ins, [out], step.params, where, ctx.found))
+        where = f" recipe step {step.index} ({step.op.name})"
+        dispatch(OpContext(ctx.task, step.op, ins, [out], step.params, ctx.found, where))
 
 
 def parse_recipe(ctx: OpContext) -> list[Step] | None:

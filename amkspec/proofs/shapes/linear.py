@@ -15,12 +15,12 @@ QUANT_DTYPES = {6: DType.I8, 7: DType.I4}
 """qdtype param → the dtype of the packed weight buffer (OPS_FACTS §4)."""
 
 MATMUL_RULES = (
+    Rule(C.ROW_MISMATCH, "`x` and `out` have a last dim and the same number of rows `prod(shape[:-1])`"),
     Rule(C.WEIGHT_LAYOUT, "`W` is rank 2 `[N, K]` with `K == x.shape[-1]`"),
     Rule(C.K_PARAM, "param `K` (when given) `== x.shape[-1]`"),
     Rule(C.TILE_OUTSIDE_OUTPUT, "`n_off >= 0`, `N_tile > 0`, `n_off + N_tile <= out.shape[-1]`; "
          "GEMM with `m_off`/`M_tile`: rows `[m_off, m_off+M_tile)` inside out's rows"),
     Rule(C.TILE_OUTSIDE_WEIGHT, "`n_off + N_tile <= N` (rows of `W`, of scales and zeros)"),
-    Rule(C.ROW_MISMATCH, "`x` and `out` have a last dim and the same number of rows `prod(shape[:-1])`"),
     Rule(C.BIAS_LENGTH, "fp path with a 3rd input: bias is 1-D with `>= n_off + N_tile` entries"),
     Rule(C.INTEGER_FP_WEIGHT, "fp path: `W` has a floating-point dtype"),
     Rule(C.QUANT_WITHOUT_SCALES,

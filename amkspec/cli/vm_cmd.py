@@ -1,0 +1,95 @@
+"""``amkspec replay``: follow an event trace (a witness) on the ReferenceVM with shadow state (spec §2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.ir import MegakernelProgram
+
+
+def _arrays(path: str | None) -> dict[str, Any]:
+    """Named arrays from an ``.npz`` file or a JSON object of nested lists."""
+    if path is None:
+        return {}
+    if path.endswith(".npz"):
+        import numpy as np
+
+        try:
+            with np.load(path) as data:
+                return {k: data[k] for k in data.files}
+        except (OSError, ValueError) as exc:
+            fail(f"{path}: not a readable .npz file ({exc})")
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{path}: {exc}")
+    if not isinstance(doc, dict):
+        fail(f"{path}: expected a JSON object of named arrays")
+    return doc
+
+
+def _trace(path: str, finding: int) -> Any:
+    """The events of a trace file: a list of events, a witness, or ``explain --json`` output."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{path}: {exc}")
+    if isinstance(doc, dict) and "findings" in doc:
+        witnesses = [f["witness"] for f in doc["findings"] if isinstance(f, dict) and f.get("witness")]
+        if not 0 <= finding < len(witnesses):
+            fail(f"{path}: no witness number {finding} (it has {len(witnesses)})")
+        return witnesses[finding]
+    return doc
+
+
+def _report(prog: MegakernelProgram, result: Any, as_json: bool, deadlock: str | None) -> int:
+    report = result.report if result is not None else None
+    lines = report.describe(prog) if report is not None else []
+    if as_json:
+        echo_json({
+            "order": result.stats.order if result is not None else [],
+            **(report.to_dict() if report is not None else {"stale_reads": [], "conflicts": []}),
+            "deadlock": deadlock,
+        })
+    else:
+        for line in lines:
+            click.echo(line)
+        if deadlock:
+            click.echo(deadlock)
+        if not lines and not deadlock:
+            click.echo("every read saw complete data and no writes overlapped")
+    return EXIT_REJECTED if lines or deadlock else EXIT_OK
+
+
+@main.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option("--weights", type=click.Path(dir_okay=False), help="weights by source (.npz or JSON)")
+@click.option("--inputs", type=click.Path(dir_okay=False), help="IO inputs by name (.npz or JSON)")
+@click.option("--finding", type=int, default=0, show_default=True, help="which witness of explain --json")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of synthetic weights, inputs")
+@click.option("--no-finish", is_flag=True, help="stop after the trace instead of finishing in list order")
+@click.option("--json", "as_json", is_flag=True, help="print the stale reads and conflicts as JSON")
+@clean_errors
+def replay(
+    program: str, trace: str, weights: str | None, inputs: str | None, finding: int, seed: int,
+    no_finish: bool, as_json: bool,
+) -> None:
+    """Replay TRACE on PROGRAM with shadow state; exit 1 if a read was stale, writes overlapped or it
+    deadlocked. Missing weights and inputs are synthesised; PROGRAM need not pass validate()."""
+    from amkspec.vm import DeadlockError, replay_trace
+
+    prog = load_program(program)
+    events = _trace(trace, finding)
+    try:
+        result = replay_trace(prog, events, weights=_arrays(weights), inputs=_arrays(inputs), seed=seed,
+                              finish=not no_finish)
+        deadlock = None
+    except DeadlockError as exc:
+        result, deadlock = None, str(exc)
+    raise SystemExit(_report(prog, result, as_json, deadlock))

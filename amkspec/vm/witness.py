@@ -1,0 +1,74 @@
+"""Replaying a trace or a witness on the ReferenceVM without real data (DESIGN.md "witnesses").
+
+A witness from the Z3 layer comes with no weights and no inputs. :func:`replay_trace`
+binds whatever the caller does not supply with synthetic data — seeded normal
+values for float WEIGHT/CONST/IO_INPUT buffers, zeros for integer ones (valid as
+token ids and positions) — and replays the trace with shadow state, so the report
+shows which reads were stale and the values they saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+import torch
+
+from amkspec.ir import READONLY_KINDS, Buffer, MegakernelProgram
+from amkspec.proofs.trace import Event
+from amkspec.semantics import storage_shape, torch_dtype
+from amkspec.vm.errors import TraceError
+from amkspec.vm.machine import ReferenceVM
+from amkspec.vm.policies import Replay
+from amkspec.vm.replay import ReplayReport
+from amkspec.vm.stats import RunStats
+
+Tensor = torch.Tensor
+
+
+@attrs.frozen
+class ReplayResult:
+    """The outputs of a replayed launch, its stats, and the shadow-state report."""
+
+    outputs: dict[str, Tensor]
+    stats: RunStats
+    report: ReplayReport
+
+
+def synthetic(buffer: Buffer, generator: torch.Generator) -> Tensor:
+    """Seeded standard-normal values for a float buffer, zeros for any other."""
+    shape = storage_shape(buffer.dtype, buffer.shape)
+    if buffer.dtype.is_float:
+        return torch.randn(shape, generator=generator).to(torch_dtype(buffer.dtype))
+    return torch.zeros(shape, dtype=torch_dtype(buffer.dtype))
+
+
+def events_of(trace: Any) -> tuple[Event, ...]:
+    """Events from :class:`Event` objects, their JSON list, or a witness object with ``events``."""
+    items: Iterable[Any] = trace.get("events", ()) if isinstance(trace, Mapping) else trace
+    try:
+        return tuple(e if isinstance(e, Event) else Event.from_dict(e) for e in items)
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise TraceError(f"not a trace: {exc}") from exc
+
+
+def replay_trace(
+    program: MegakernelProgram, trace: Any, *, weights: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None, kv: Mapping[str, Any] | None = None, seed: int = 0,
+    finish: bool = True,
+) -> ReplayResult:
+    """Replay ``trace`` on ``program`` with shadow state, whether or not ``validate()`` accepts it
+    (witnesses are traces of rejected programs); missing weights and inputs are synthesised."""
+    generator = torch.Generator().manual_seed(seed)
+    weights, inputs = dict(weights or {}), dict(inputs or {})
+    for buf in program.buffers:
+        if buf.kind in READONLY_KINDS:
+            table = inputs if buf.kind.name == "IO_INPUT" else weights
+            key = buf.name if table is inputs else buf.source or buf.name
+            if key not in table:
+                table[key] = synthetic(buf, generator)
+    vm = ReferenceVM(program, _unsafe_skip_validation=True)
+    outputs = vm.run(weights, inputs, kv, policy=Replay(events_of(trace), finish=finish))
+    assert vm.last_stats is not None and vm.last_stats.replay is not None
+    return ReplayResult(outputs, vm.last_stats, vm.last_stats.replay)
