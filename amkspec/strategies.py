@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 from amkspec.ir import (
     PARAM_FIELDS,
     TARGETS,
+    AttentionFlags,
     Buffer,
     BufferKind,
     Counter,
@@ -177,7 +178,8 @@ class _ValidBuilder:
         return _Value(out, a.width, self.single(op, [a.buf, b.buf], out, self.waits(a, b)))
 
     def attention(self) -> _Value | None:
-        """q/k/v projections → reshape q into heads → KV appends → GQA attention (7 tasks)."""
+        """q/k/v projections → reshape q into heads → KV appends → GQA attention (7 tasks), or
+        split-KV attention: partial tiles (``flags`` PARTIAL_WRITE) merged by ATTENTION_COMBINE."""
         x = self.pick()
         if x is None or self.budget < 7:
             return None
@@ -187,6 +189,8 @@ class _ValidBuilder:
         max_seq = self.draw(st.integers(1, 8))
         pos = self.draw(st.integers(0, max_seq - 1))
         kv_start = self.draw(st.integers(0, pos))
+        kv_len = pos + 1 - kv_start
+        n_parts = self.draw(st.integers(1, max(1, min(3, kv_len, self.budget - 7))))
         q, k, v = (self.gemv(x, n, tile=n) for n in (n_heads * hd, n_kv * hd, n_kv * hd))
         assert q is not None and k is not None and v is not None  # budget was checked
         heads = self.act("q.heads", (n_heads, hd))
@@ -200,9 +204,22 @@ class _ValidBuilder:
             appended += self.single(Op.KV_APPEND, [new.buf, cache], cache, self.waits(new), {"pos": pos})
             caches.append(cache)
         out = self.act("attn", (1, n_heads * hd))
-        params = {"head_dim": hd, "kv_start": kv_start, "kv_len": pos + 1 - kv_start,
-                  "scale": hd**-0.5, "n_heads": n_heads, "n_kv_heads": n_kv}
-        done = self.single(Op.ATTENTION_TILE, [heads, *caches], out, [*heads_done, *appended], params)
+        heads_params = {"head_dim": hd, "n_heads": n_heads, "n_kv_heads": n_kv}
+        params = {**heads_params, "kv_start": kv_start, "kv_len": kv_len, "scale": hd**-0.5}
+        waits = [*heads_done, *appended]
+        if n_parts == 1:
+            done = self.single(Op.ATTENTION_TILE, [heads, *caches], out, waits, params)
+            return _Value(out, n_heads * hd, done)
+        size = math.ceil(kv_len / n_parts)
+        parts: list[int] = []
+        parts_done: list[Wait] = []
+        for start in range(0, kv_len, size):
+            part = self.act("attn.part", (n_heads, hd + 2))
+            window = {"kv_start": kv_start + start, "kv_len": min(size, kv_len - start),
+                      "flags": int(AttentionFlags.PARTIAL_WRITE)}
+            parts_done += self.single(Op.ATTENTION_TILE, [heads, *caches], part, waits, {**params, **window})
+            parts.append(part)
+        done = self.single(Op.ATTENTION_COMBINE, parts, out, parts_done, heads_params)
         return _Value(out, n_heads * hd, done)
 
     def finish(self) -> None:
@@ -228,11 +245,11 @@ def valid_programs(
 ) -> MegakernelProgram:
     """Programs that are valid by construction (spec §3) with sound shapes (spec §7).
 
-    ``max_tasks`` bounds the task count (at least 2). ``assign_sms`` sets every ``Task.sm``
-    (queues in task-list order are then linear extensions of the DAG, spec §3.1);
-    ``allocate_pages`` binds activations to pages, sharing a page only between buffers whose
-    uses are ordered (spec §4); ``with_target`` attaches a built-in GpuTarget (forced when SMs
-    are assigned). None lets hypothesis choose.
+    ``max_tasks`` bounds the task count (the smallest program is one COPY to the output).
+    ``assign_sms`` sets every ``Task.sm`` (queues in task-list order are then linear
+    extensions of the DAG, spec §3.1); ``allocate_pages`` binds activations to pages, sharing a
+    page only between buffers whose uses are ordered (spec §4); ``with_target`` attaches a
+    built-in GpuTarget (forced when SMs are assigned). None lets hypothesis choose.
 
     Ids are list positions, as the ABI tables of spec §8 require. ``permute_ids=True`` renames
     buffers, counters and tasks (list order kept, every reference follows) so that ids are not
@@ -353,7 +370,7 @@ JSON_VALUES: st.SearchStrategy[Any] = st.recursive(
 
 _PARAM_VALUES = st.one_of(
     st.integers(-5, 70), st.sampled_from((2**31, -(2**31) - 1, 2**40)), st.booleans(),
-    st.floats(allow_nan=True), st.text(max_size=3), st.none(),
+    st.floats(allow_nan=True), st.sampled_from((math.nan, math.inf, -0.0)), st.text(max_size=3), st.none(),
 )
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from amkspec.ir import (  # noqa: E402
+from amkspec.ir import (
     OP_REGISTRY,
     PARAM_FIELDS,
     READONLY_KINDS,
@@ -37,7 +37,7 @@ from amkspec.ir import (  # noqa: E402
     MegakernelProgram,
     ProgramBuilder,
 )
-from amkspec.proofs import validate  # noqa: E402
+from amkspec.proofs import validate
 
 K = InstructionKind
 HIDDEN = 64
@@ -61,15 +61,28 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
         p = f"L{layer}."
         nw = b.new_buffer(p + "norm.w", BufferKind.WEIGHT, f32, (HIDDEN,))
         normed = b.new_buffer(p + "normed", BufferKind.ACTIVATION, f32, (1, HIDDEN))
-        t = b.add_task(K.RMSNORM, [h, nw], [normed], waits=[h_wait], params={"eps": 1e-6, "hidden": HIDDEN},
-                       label=p + "norm")
+        t = b.add_task(
+            K.RMSNORM,
+            [h, nw],
+            [normed],
+            waits=[h_wait],
+            params={"eps": 1e-6, "hidden": HIDDEN},
+            label=p + "norm",
+        )
         gw = b.new_buffer(p + "gate.w", BufferKind.WEIGHT, f32, (wide, HIDDEN))
         gate = b.new_buffer(p + "gate", BufferKind.ACTIVATION, f32, (1, wide))
         gc = b.new_counter(p + "gate")
         n_tile = wide // tiles
         for i in range(tiles):
-            b.add_task(K.GEMV_TILE, [normed, gw], [gate], out_counter=gc, waits=[b.after(t)],
-                       params={"K": HIDDEN, "N_tile": n_tile, "n_off": i * n_tile}, label=f"{p}gate[t{i}]")
+            b.add_task(
+                K.GEMV_TILE,
+                [normed, gw],
+                [gate],
+                out_counter=gc,
+                waits=[b.after(t)],
+                params={"K": HIDDEN, "N_tile": n_tile, "n_off": i * n_tile},
+                label=f"{p}gate[t{i}]",
+            )
         act = b.new_buffer(p + "act", BufferKind.ACTIVATION, f32, (1, wide))
         a = b.add_task(K.SILU_MUL, [gate, gate], [act], waits=[b.join(gc)], label=p + "act")
         dw = b.new_buffer(p + "down.w", BufferKind.WEIGHT, f32, (HIDDEN, wide))
@@ -77,8 +90,15 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
         dc = b.new_counter(p + "down")
         d_tile = HIDDEN // tiles
         for i in range(tiles):
-            b.add_task(K.GEMV_TILE, [act, dw], [down], out_counter=dc, waits=[b.after(a)],
-                       params={"K": wide, "N_tile": d_tile, "n_off": i * d_tile}, label=f"{p}down[t{i}]")
+            b.add_task(
+                K.GEMV_TILE,
+                [act, dw],
+                [down],
+                out_counter=dc,
+                waits=[b.after(a)],
+                params={"K": wide, "N_tile": d_tile, "n_off": i * d_tile},
+                label=f"{p}down[t{i}]",
+            )
         h_next = b.new_buffer(f"h{layer + 1}", BufferKind.ACTIVATION, f32, (1, HIDDEN))
         r = b.add_task(K.ADD, [h, down], [h_next], waits=[b.join(dc)], label=p + "residual")
         h, h_wait, layer = h_next, b.after(r), layer + 1
@@ -149,7 +169,7 @@ def baseline_validate(prog: MegakernelProgram) -> list[str]:
             if buffers[b].kind in READONLY_KINDS:
                 continue
             errors.extend(f"race {w}->{t.id}" for w in writers[b] if w != t.id and w not in anc[t.id])
-    for b, ws in writers.items():
+    for ws in writers.values():
         if len(ws) > 1 and len({prog.tasks[w].out_counter for w in ws}) > 1:
             errors.extend(f"waw {a},{c}" for a in ws for c in ws if a < c and a not in anc[c])
     return errors
@@ -174,14 +194,18 @@ def main() -> None:
         result = validate(prog)
         assert result.ok, result.report()
         t = median_time(lambda p=prog: validate(p), args.repeat if n < 50000 else max(1, args.repeat // 2))
-        print(f"validate  {len(prog.tasks):>7} tasks: median {t * 1e3:9.1f} ms "
-              f"({len(prog.tasks) / t:,.0f} tasks/s; {result.stats['reach_queries']} reach queries)")
+        print(
+            f"validate  {len(prog.tasks):>7} tasks: median {t * 1e3:9.1f} ms "
+            f"({len(prog.tasks) / t:,.0f} tasks/s; {result.stats['reach_queries']} reach queries)"
+        )
     prog = layered_program(8000)
     assert not baseline_validate(prog)
     ours = median_time(lambda: validate(prog), args.repeat)
     base = median_time(lambda: baseline_validate(prog), max(1, args.repeat // 2))
-    print(f"8000-task program: amkspec {ours * 1e3:.1f} ms, ancestor-set baseline {base * 1e3:.1f} ms, "
-          f"throughput ratio {base / ours:.1f}x")
+    print(
+        f"8000-task program: amkspec {ours * 1e3:.1f} ms, ancestor-set baseline {base * 1e3:.1f} ms, "
+        f"throughput ratio {base / ours:.1f}x"
+    )
 
 
 if __name__ == "__main__":

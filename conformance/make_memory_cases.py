@@ -315,6 +315,13 @@ def _m453(bad: bool) -> MegakernelProgram:
     return fused(s0_params={"K": 8, "n_off": 0}) if bad else fused()
 
 
+@case("M454", "device_pattern_inputs", "FUSED selects device pattern GEMV_ADD (flags bit 16) with 2 inputs")
+def _m454(bad: bool) -> MegakernelProgram:
+    step = {"op": int(Op.GEMV_TILE), "args": [{"in": 0}, {"in": 1}], "out": "final", "params": dict(GEMV)}
+    return one(Op.FUSED, [io("x", (1, 8)), wt("w", (8, 8))], res("y", (1, 8)),
+               {**GEMV, "flags": 1 << 16 if bad else 0, "recipe": {"steps": [step]}})
+
+
 def build_cases() -> dict[str, dict[str, Any]]:
     """File name → case document, for every code: the trigger and its near miss."""
     docs: dict[str, dict[str, Any]] = {}

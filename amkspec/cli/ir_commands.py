@@ -36,15 +36,10 @@ def load_quietly(path: str) -> MegakernelProgram:
         fail(f"{path}: {exc}")
 
 
-def verdict(prog: MegakernelProgram) -> dict[str, Any] | None:
-    """``{"valid", "errors", "warnings", "first_errors"}`` from :func:`amkspec.validate`.
+def verdict(prog: MegakernelProgram) -> dict[str, Any]:
+    """``{"valid", "errors", "warnings", "first_errors"}`` from :func:`amkspec.validate` (spec §3)."""
+    from amkspec.proofs import validate
 
-    None when the validator is not importable (the ``amkspec.proofs`` part is missing).
-    """
-    try:
-        from amkspec.proofs import validate  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
     result = validate(prog)
     return {
         "valid": bool(result.ok),
@@ -54,10 +49,8 @@ def verdict(prog: MegakernelProgram) -> dict[str, Any] | None:
     }
 
 
-def verdict_line(v: dict[str, Any] | None) -> str:
+def verdict_line(v: dict[str, Any]) -> str:
     """``valid: yes (0 errors, 1 warning)``."""
-    if v is None:
-        return "valid: unknown (the validator is not installed)"
     errors = f"{v['errors']} error{'s' if v['errors'] != 1 else ''}"
     warns = f"{v['warnings']} warning{'s' if v['warnings'] != 1 else ''}"
     return f"valid: {'yes' if v['valid'] else 'no'} ({errors}, {warns})"
@@ -103,7 +96,7 @@ def info(file: str, as_json: bool) -> None:
     for line in _info_lines(file, summary):
         click.echo(line)
     click.echo(verdict_line(v))
-    for err in (v or {}).get("first_errors", []):
+    for err in v["first_errors"]:
         click.echo(f"  error: {err}")
 
 

@@ -8,6 +8,8 @@ then *consumes* two knobs the original only records: ``sm_assignment`` is resolv
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from amkspec.ir import TARGETS, AmkspecError, DType, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.lower.emit import StepEmitter
 from amkspec.lower.pages import allocate_pages
@@ -42,6 +44,39 @@ def resolve_target(target: GpuTarget | str | None) -> GpuTarget | None:
         raise LoweringError(f"unknown target {target!r} (known: {', '.join(TARGETS)})") from None
 
 
+def _dtype(dtype: DType | str) -> DType:
+    if isinstance(dtype, DType):
+        return dtype
+    try:
+        return DType[dtype]
+    except KeyError:
+        raise LoweringError(f"unknown dtype {dtype!r}") from None
+
+
+def _quant(quant: QuantSpec | Mapping[str, int] | None) -> QuantSpec | None:
+    if quant is None or isinstance(quant, QuantSpec):
+        return quant
+    try:
+        return QuantSpec(**quant)
+    except (TypeError, ValueError) as exc:
+        raise LoweringError(f"bad quant {dict(quant)!r}: {exc}") from None
+
+
+_TILING_KNOBS = {"gemv": ("N_tile", "base_width"), "attention": ("n_partitions",)}
+
+
+def _check_tiling(tiling: Mapping[str, object]) -> None:
+    """The knobs the lowering reads must be integers (the rest is recorded, not read)."""
+    for arch, knobs in _TILING_KNOBS.items():
+        section = tiling.get(arch, {})
+        if not isinstance(section, Mapping):
+            raise LoweringError(f"tiling[{arch!r}] must be an object, got {section!r}")
+        for knob in knobs:
+            value = section.get(knob, 0)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise LoweringError(f"tiling[{arch!r}][{knob!r}] must be an integer, got {value!r}")
+
+
 def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
     if not 0 <= pos < model.max_seq:
         raise LoweringError(f"pos {pos} is outside [0, {model.max_seq}) for model {model.name!r}")
@@ -52,22 +87,25 @@ def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
 
 
 def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
-          config: ScheduleConfig | None = None, *, pos: int = 0, dtype: DType = DType.F32, B: int = 1,
-          quant: QuantSpec | None = None, compat: bool = False) -> MegakernelProgram:
+          config: ScheduleConfig | None = None, *, pos: int = 0, dtype: DType | str = DType.F32, B: int = 1,
+          quant: QuantSpec | Mapping[str, int] | None = None, compat: bool = False) -> MegakernelProgram:
     """Lower one decode step of ``model`` for the token at absolute position ``pos`` (OPS_FACTS §9).
 
     ``B`` sequences decode in lockstep (GEMM_TILE projections, batched attention). ``quant``
-    stores the layers' projections as I4/I8 levels with F16 scales (single sequence only). ``config``
+    (a QuantSpec or ``{"bits": 4|8, "group": G}``) stores the layers' projections as I4/I8 levels
+    with F16 scales (single sequence only). ``dtype`` may be given by name. ``config``
     None means the original's auto tiling (width 32). With a target, ``config.sm_assignment`` is
     resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None
     for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments.
     """
     m = resolve_model(model)
     tgt = resolve_target(target)
+    dtype, quant = _dtype(dtype), _quant(quant)
     _check(m, pos, dtype, B)
     if quant is not None and B > 1:
         raise LoweringError("quantized lowering supports one sequence only (B = 1)")
     tiling = dict(config.tiling) if config is not None else {}
+    _check_tiling(tiling)
     emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None, quant)
     meta = {"model": m.source, "gpu": tgt.name if tgt else "?", "regime": "decode", "pos": pos,
             "kv_len": pos + 1, "dtype": dtype.name, "n_layers": m.n_layers}

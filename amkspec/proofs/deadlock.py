@@ -119,14 +119,13 @@ def check_sm_queues(ix: ProgramIndex) -> Iterator[Diagnostic]:
         return
     cycle = find_cycle(ix.n, succs) or []
     steps = []
-    for a, b in zip(cycle, [*cycle[1:], *cycle[:1]], strict=False):
-        how = "signals" if b in ix.succs[a] else f"is queued before it on SM {sm_of.get(a)}"
-        steps.append(f"{ix.describe(a)} {how}")
+    for a, b in zip(cycle, [*cycle[1:], *cycle[:1]], strict=True):
+        if b in ix.succs[a]:
+            steps.append(f"{ix.describe(a)} signals {ix.describe(b)}")
+        else:
+            steps.append(f"{ix.describe(a)} precedes {ix.describe(b)} in SM {sm_of.get(a)}'s queue")
     yield diag(
         SM_QUEUE,
-        "the SM queues block on a cycle of dependency and queue edges: "
-        + "; ".join(
-            f"{step} {ix.describe(nxt)}" for step, nxt in zip(steps, [*cycle[1:], *cycle[:1]], strict=False)
-        ),
+        "the SM queues block on a cycle of dependency and queue edges: " + "; ".join(steps),
         tasks=ix.task_ids(cycle),
     )

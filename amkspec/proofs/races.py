@@ -198,13 +198,16 @@ def footprint(task: Any) -> Footprint:
     rows ``[m_off, m_off+M_tile)``); every other task, or a tile with invalid params, writes all."""
     op = getattr(task, "op", None)
     params = getattr(task, "params", None)
-    if op not in (InstructionKind.GEMV_TILE, InstructionKind.GEMM_TILE) or not isinstance(params, dict):
+    if op not in _TILED or not isinstance(params, dict):
         return (None, None)
     cols = _range(params, "n_off", "N_tile")
     if cols is None:
         return (None, None)
     rows = _range(params, "m_off", "M_tile") if op is InstructionKind.GEMM_TILE else None
     return (rows, cols)
+
+
+_TILED = (InstructionKind.GEMV_TILE, InstructionKind.GEMM_TILE)
 
 
 def _overlap(a: Interval | None, b: Interval | None) -> bool:
@@ -295,6 +298,8 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if kind not in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT) or buffer_problem(buf) is not None:
             continue
         if (not readers and kind is not BufferKind.IO_OUTPUT) or not buf.shape:
+            continue
+        if any(getattr(ix.tasks[w], "op", None) not in _TILED for w in writers):
             continue
         cols = [footprint(ix.tasks[w])[1] for w in writers]
         if any(c is None for c in cols):

@@ -88,9 +88,10 @@ class ValidationResult:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: verdict, ok, codes, errors, warnings, diagnostics, stats."""
+        """JSON-ready form: verdict (``accepted``/``rejected``, as in conformance cases), ok, codes,
+        errors, warnings, diagnostics, stats."""
         return {
-            "verdict": self.verdict().lower(),
+            "verdict": "accepted" if self.ok else "rejected",
             "ok": self.ok,
             "codes": self.codes,
             "errors": self.errors,

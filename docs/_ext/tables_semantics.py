@@ -56,3 +56,18 @@ elementwise = _family("Elementwise")
 quantization = _family("Quantization")
 sampling = _family("Sampling")
 composite = _family("Composite")
+
+
+def storage() -> Table:
+    """How the reference VM stores each IR dtype."""
+    from amkspec.ir import DType
+    from amkspec.semantics import torch_dtype
+
+    notes = {
+        DType.I4: "two levels per byte; last dim ``ceil(K/2)``; low nibble = even column",
+        DType.F8E4M3: "bfloat16 where torch has no float8 types",
+        DType.F8E5M2: "bfloat16 where torch has no float8 types",
+    }
+    rows = [[f"``{d.name}`` ({int(d)})", str(d.bits), f"``{str(torch_dtype(d)).removeprefix('torch.')}``",
+             notes.get(d, "")] for d in DType]
+    return ["DType", "Bits", "Stored as (torch)", "Note"], rows

@@ -175,3 +175,10 @@ def test_unreadable_weights_exit_2(tmp_path: Path, suffix: str) -> None:
     feed.write_text(json.dumps({"token_id": [7], "pos": [0], "reshape_id0": [0]}))
     code, _, err = _invoke("run", str(DEFAULT), "--weights", str(bad), "--inputs", str(feed))
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_model_names_are_the_presets() -> None:
+    from amkspec.cli.run_cmd import MODEL_NAMES
+    from amkspec.models import MODELS
+
+    assert sorted(MODEL_NAMES.choices) == sorted(MODELS)

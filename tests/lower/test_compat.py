@@ -96,9 +96,42 @@ def test_batched_lowering_uses_gemm_and_batched_shapes() -> None:
         ({"config": ScheduleConfig(page_allocation="buddy")}, "page_allocation"),
         ({"config": ScheduleConfig(sm_assignment={999: 0})}, "task 999"),
         ({"config": ScheduleConfig(sm_assignment={0: 82})}, "SM 82"),
+        ({"config": ScheduleConfig(tiling={"gemv": {"N_tile": "8"}})}, "integer"),
+        ({"config": ScheduleConfig(tiling={"attention": {"n_partitions": True}})}, "integer"),
+        ({"config": ScheduleConfig(tiling={"gemv": 64})}, "object"),  # type: ignore[dict-item]
     ],
 )
 def test_bad_arguments_raise_lowering_error(kwargs: dict, message: str) -> None:
     args = {"model": "toy", "target": TARGETS["rtx5090"], **kwargs}
     with pytest.raises(LoweringError, match=message):
         lower(args.pop("model"), args.pop("target"), args.pop("config", None), **args)
+
+
+def test_lowered_programs_match_the_json_schema() -> None:
+    import jsonschema
+
+    from amkspec.ir.schema import program_schema
+    from amkspec.models import QuantSpec
+
+    validator = jsonschema.Draft202012Validator(program_schema())
+    programs = [
+        lower("toy-2L", "rtx5090", ScheduleConfig(tiling={"attention": {"n_partitions": 4}}), pos=47),
+        lower("toy", "t4", ScheduleConfig(sm_assignment={0: 2}, page_allocation="linear"), B=3),
+        lower("toy", None, None, quant=QuantSpec(4, 32), dtype=DType.F16),
+    ]
+    for prog in programs:
+        errors = [e.message for e in validator.iter_errors(amkspec.ir.to_dict(prog))]
+        assert errors == []
+        assert amkspec.loads(amkspec.dumps(prog)) == prog
+
+
+def test_dtype_and_quant_by_name() -> None:
+    from amkspec.models import QuantSpec
+
+    assert lower("toy", dtype="F16").meta["dtype"] == "F16"
+    by_dict = lower("toy", quant={"bits": 8, "group": 32})
+    assert amkspec.dumps(by_dict) == amkspec.dumps(lower("toy", quant=QuantSpec(8, 32)))
+    with pytest.raises(LoweringError, match="unknown dtype"):
+        lower("toy", dtype="F64")
+    with pytest.raises(LoweringError, match="bad quant"):
+        lower("toy", quant={"bits": 5})

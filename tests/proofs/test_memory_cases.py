@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from amkspec.ir import from_dict
-from amkspec.proofs.diagnostics import CODES, Family
+from amkspec.proofs import validate
+from amkspec.proofs.diagnostics import CODES, Family, Severity
 from amkspec.proofs.memory import check_memory_safety
 from tests.conftest import ROOT
 
@@ -43,6 +44,17 @@ def test_case_gives_its_expected_memory_codes(path: Path) -> None:
     else:
         assert codes == []
     assert not set(codes) & set(expect["absent_codes"])
+
+
+@pytest.mark.parametrize("path", CASE_FILES, ids=[p.stem for p in CASE_FILES])
+def test_validate_gives_the_case_verdict(path: Path) -> None:
+    """Near misses are valid under every rule, and triggers are rejected for their own code only."""
+    doc = _load(path)
+    result = validate(from_dict(doc["program"]))
+    errors = {d.code for d in result.diagnostics if d.severity is Severity.ERROR}
+    expect = doc["expect"]
+    assert result.ok == (expect["verdict"] == "accepted")
+    assert errors == set(expect["codes"])
 
 
 def test_every_memory_code_has_a_trigger_and_a_near_miss() -> None:

@@ -12,7 +12,7 @@ from amkspec.ir import PARAM_FIELDS, InstructionKind, MegakernelProgram
 from amkspec.proofs.memory import check_memory_safety
 from amkspec.strategies import arbitrary_programs, valid_programs
 
-KEYS = sorted(PARAM_FIELDS) + ["recipe"]
+KEYS = [*sorted(PARAM_FIELDS), "recipe"]
 SCALARS = st.one_of(
     st.booleans(),
     st.integers(-(2**70), 2**70),

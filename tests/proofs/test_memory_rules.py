@@ -14,6 +14,7 @@ from amkspec.ir import (
     InstructionKind,
     MegakernelProgram,
     ProgramBuilder,
+    ScheduleConfig,
     load,
 )
 from amkspec.proofs.diagnostics import CODES, Family
@@ -63,6 +64,18 @@ ATTN = {"head_dim": 4, "kv_start": 0, "kv_len": 4, "scale": 0.5, "n_heads": 4, "
                                   "toy1L__default.pos1.json.gz", "toy1L__default.pos2.json.gz"])
 def test_programs_of_the_original_lowering_pass(name: str) -> None:
     assert check_memory_safety(load(FIXTURES / name)) == []
+
+
+@pytest.mark.parametrize(("B", "quant", "parts", "pos"), [
+    (1, None, 1, 0), (3, None, 1, 5), (1, None, 4, 47), (1, 4, 1, 3), (1, 8, 1, 3),
+])
+def test_programs_of_our_lowering_pass(B: int, quant: int | None, parts: int, pos: int) -> None:
+    from amkspec.lower import lower
+    from amkspec.models import QuantSpec
+
+    config = ScheduleConfig(tiling={"gemv": {"N_tile": 48}, "attention": {"n_partitions": parts}})
+    spec = QuantSpec(bits=quant, group=32) if quant else None
+    assert check_memory_safety(lower("toy-2L", "h100", config, pos=pos, B=B, quant=spec)) == []
 
 
 def test_every_opcode_has_rules_and_every_rule_code_is_a_memory_code() -> None:
@@ -150,7 +163,9 @@ def test_broadcast_follows_torch(shapes: list[tuple[int, ...]], expected: tuple[
 
 def test_elementwise_output_must_be_the_broadcast_shape() -> None:
     assert codes(one(Op.MUL, [io("a", (2, 8)), io("b", (8,))], res("y", (2, 8)), {})) == []
-    assert codes(one(Op.MUL, [io("a", (1, 8))], res("y", (2, 8)), {})) == ["M425"]
+    assert codes(one(Op.MUL, [io("a", (1, 8))], res("y", (2, 8)), {})) == []  # torch copy_ replicates
+    assert codes(one(Op.MUL, [io("a", (3, 8))], res("y", (2, 8)), {})) == ["M425"]
+    assert codes(one(Op.MUL, [io("a", (2, 8))], res("y", (1, 8)), {})) == ["M425"]
     assert codes(one(Op.GELU, [io("a", (1, 8))], res("y", (8,)), {})) == ["M425"]
     shards = [io("a", (8,)), io("b", (8,)), io("c", (4,))]
     assert codes(one(Op.ALLREDUCE_SHARD, shards, res("y", (8,)), {})) == ["M425"]
@@ -169,6 +184,11 @@ def test_layernorm_weight_and_bias_are_exactly_hidden() -> None:
 
     assert codes(prog((8,))) == []
     assert codes(prog((1, 8))) == ["M422"]
+
+
+def test_norm_output_keeps_the_row_length() -> None:
+    prog = one(Op.RMSNORM, [io("x", (2, 8)), wt("w", (8,))], res("y", (4, 4)), {"eps": 1e-6, "hidden": 8})
+    assert codes(prog) == ["M424"]
 
 
 def test_embed_as_reshape_bridge() -> None:
@@ -318,3 +338,17 @@ def test_buffers_resolve_by_id_first_occurrence_wins() -> None:
     prog.tasks[0].inputs, prog.tasks[0].outputs = [12, 11], [10]
     prog.buffers.append(Buffer(12, "dup", BufferKind.IO_INPUT, F32, (3,)))
     assert codes(prog) == []
+
+
+def test_fused_device_pattern_gemv_add_checks_the_task_operands() -> None:
+    step = {"op": 5, "args": [{"in": 0}, {"in": 1}], "out": "final", "params": GEMV}
+
+    def prog(residual: tuple[int, ...], n_tile: int) -> MegakernelProgram:
+        ins = [io("x", (1, 8)), wt("w", (8, 8)), io("r", residual)]
+        params = {**GEMV, "N_tile": n_tile, "flags": 1 << 16, "recipe": {"steps": [step]}}
+        return one(Op.FUSED, ins, res("y", (1, 8)), params)
+
+    assert codes(prog((1, 8), 8)) == []
+    assert codes(prog((4,), 8)) == ["M454"]
+    found = check_memory_safety(prog((1, 8), 16))
+    assert [d.code for d in found] == ["M401"] and "device pattern GEMV_ADD" in found[0].message

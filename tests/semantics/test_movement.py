@@ -80,3 +80,13 @@ def test_kv_append_needs_pos_and_a_row_inside_the_cache() -> None:
         run(K.KV_APPEND, [torch.zeros(1, 1, 2), cache], cache)
     with pytest.raises(OpError, match="outside"):
         run(K.KV_APPEND, [torch.zeros(1, 1, 2), cache], cache, pos=2)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_float8_outputs_round_through_copy_and_add(name: str) -> None:
+    f8 = getattr(torch, name)
+    src = torch.tensor([[0.3, -1.7, 2.5]])
+    copied = run(K.COPY, [src], torch.zeros(1, 3, dtype=f8))
+    assert torch.equal(copied.float(), src.to(f8).float())
+    added = run(K.ADD, [copied, copied], torch.zeros(1, 3))
+    assert torch.equal(added, 2 * copied.float())

@@ -56,7 +56,8 @@ def check_attention(ctx: OpContext) -> None:
     if n_heads is None or n_kv is None:
         return
     if q.shape[-2:] != (n_heads, hd):
-        ctx.fail(C.QUERY_LAYOUT, f"reads q {q.name} {list(q.shape)} as {n_heads} heads of {hd}", [q])
+        ctx.fail(C.QUERY_LAYOUT, f"reads {q.name} {list(q.shape)} as q with {n_heads} heads of "
+                 f"head_dim {hd}", [q])
         return
     if n_heads <= 0 or n_kv <= 0 or n_heads % n_kv:
         ctx.fail(C.HEADS_DIVIDE, f"maps {n_heads} query heads onto {n_kv} kv heads")
@@ -100,10 +101,12 @@ def check_combine(ctx: OpContext) -> None:
     """Spec §7 ATTENTION_COMBINE: partial rows ``[acc | m | l]`` merged into ``n_heads * hd``."""
     first, out = ctx.inputs[0], ctx.outputs[0]
     hd = ctx.param("head_dim")
+    if "head_dim" not in ctx.params:
+        ctx.fail(C.COMBINE_HEAD_DIM, "merges partials without a head_dim param")
+        return
     if hd is None or hd <= 0:
-        if "head_dim" not in ctx.params or hd is not None:
-            ctx.fail(C.COMBINE_HEAD_DIM, f"merges partials without a positive head_dim "
-                     f"(got {ctx.params.get('head_dim', 'none')!r})")
+        if hd is not None:
+            ctx.fail(C.COMBINE_HEAD_DIM, f"merges partials with head_dim = {hd}")
         return
     row = hd + 2
     n_heads = ctx.param("n_heads", first.numel // row)
@@ -132,13 +135,24 @@ def check_rope(ctx: OpContext) -> None:
     hd = ctx.param("head_dim")
     if hd is None:
         return
-    if hd <= 0 or hd % 2 or x.rank not in (2, 3) or x.shape[-1] != hd:
-        ctx.fail(C.ROPE_LAYOUT, f"rotates {x.name} {list(x.shape)} with head_dim = {hd}", [x])
+    why = _rope_layout_error(x, hd)
+    if why:
+        ctx.fail(C.ROPE_LAYOUT, f"rotates {x.name} {list(x.shape)} with head_dim = {hd}: {why}", [x])
         return
     need = x.shape[0] if x.rank == 3 else 1
     if (x.rank == 3 and positions.numel != need) or positions.numel < need:
         ctx.fail(C.ROPE_POSITIONS, f"needs {'exactly' if x.rank == 3 else 'at least'} {need} position(s) "
                  f"for {x.name} {list(x.shape)} but {positions.name} has {positions.numel}", [positions, x])
+
+
+def _rope_layout_error(x: Operand, hd: int) -> str:
+    if hd <= 0 or hd % 2:
+        return "rotate-half pairs need an even, positive head_dim"
+    if x.rank not in (2, 3):
+        return "x must be [n_heads, head_dim] or [S, n_heads, head_dim]"
+    if x.shape[-1] != hd:
+        return f"its last dim is {x.shape[-1]}"
+    return ""
 
 
 def check_kv_append(ctx: OpContext) -> None:

@@ -29,7 +29,9 @@ class Operand:
 
     __slots__ = ("buffer", "dtype", "name", "numel", "rank", "rows", "shape")
 
-    def __init__(self, name: str, shape: tuple[int, ...], dtype: DType | None, buffer: int | None = None) -> None:
+    def __init__(
+        self, name: str, shape: tuple[int, ...], dtype: DType | None, buffer: int | None = None
+    ) -> None:
         self.name = name
         self.shape = shape
         self.dtype = dtype

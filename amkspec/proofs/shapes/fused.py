@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from amkspec.ir import DType, InstructionKind
+from amkspec.ir import DType, FusedPattern, InstructionKind
 from amkspec.ir.opcodes import OP_REGISTRY, PARAM_FIELDS, VARIADIC
 from amkspec.proofs.shapes import codes as C
 from amkspec.proofs.shapes.context import OpContext, Operand, Rule, int_param, is_shape
@@ -39,6 +39,9 @@ FUSED_RULES = (
     Rule(C.RECIPE_STEP_PARAMS, "`params` (default `{}`) is a dict with the op's required params, "
          "each of its PARAM_FIELDS type"),
     Rule("(per op)", "every step satisfies its own opcode's rules, with scratch shapes from `out_shape`"),
+    Rule(C.DEVICE_PATTERN, "device pattern GEMV_ADD (`flags >> 16 == 1`, `out = x @ W.T + r`): inputs "
+         "`[x, W, r, ...]`, the GEMV_TILE rules on `[x, W]` with the task's params, "
+         "and `r.numel == out.numel`"),
 )
 
 
@@ -58,6 +61,7 @@ class Step:
 
 def check_fused(ctx: OpContext, dispatch: Callable[[OpContext], None]) -> None:
     """Spec §7 FUSED: a well-formed recipe whose every step passes its own op's rules."""
+    _check_device_pattern(ctx, dispatch)
     steps = parse_recipe(ctx)
     if steps is None:
         return
@@ -74,6 +78,25 @@ def check_fused(ctx: OpContext, dispatch: Callable[[OpContext], None]) -> None:
             scratch[step.out] = out
         where = f" recipe step {step.index} ({step.op.name})"
         dispatch(OpContext(ctx.task, step.op, ins, [out], step.params, ctx.found, where))
+
+
+def _check_device_pattern(ctx: OpContext, dispatch: Callable[[OpContext], None]) -> None:
+    """The device runs pattern GEMV_ADD from the task's own operands and params, not the recipe."""
+    flags = ctx.param("flags", 0)
+    if flags is None or (flags >> 16) & 0xFFFF != FusedPattern.GEMV_ADD:
+        return
+    out = ctx.outputs[0]
+    if len(ctx.inputs) < 3:
+        ctx.fail(C.DEVICE_PATTERN, f"selects device pattern GEMV_ADD with {len(ctx.inputs)} input(s); "
+                 f"it reads [x, W, residual]")
+        return
+    residual = ctx.inputs[2]
+    if residual.numel != out.numel:
+        ctx.fail(C.DEVICE_PATTERN, f"selects device pattern GEMV_ADD, which reads {out.numel} elements of "
+                 f"residual {residual.name} {list(residual.shape)} ({residual.numel} elements)",
+                 [residual, out])
+    gemv, step = InstructionKind.GEMV_TILE, " device pattern GEMV_ADD"
+    dispatch(OpContext(ctx.task, gemv, ctx.inputs[:2], [out], ctx.params, ctx.found, step))
 
 
 def parse_recipe(ctx: OpContext) -> list[Step] | None:

@@ -26,10 +26,11 @@ NORM_RULES = (
     Rule(C.NORM_WEIGHT, "RMSNORM: `w.numel == w.shape[-1] == x.shape[-1]`; "
          "LAYERNORM: `w` (and `b`) are exactly `[x.shape[-1]]`"),
     Rule(C.HIDDEN_PARAM, "param `hidden` (when given) `== x.shape[-1]` (the device's row length)"),
-    Rule(C.NUMEL_MISMATCH, "`out.numel == x.numel`"),
+    Rule(C.NUMEL_MISMATCH, "`out.numel == x.numel` and `out.shape[-1] == x.shape[-1]`"),
 )
 ELEMENTWISE_RULES = (
-    Rule(C.BROADCAST, "the operands broadcast (torch rules) to exactly `out.shape`"),
+    Rule(C.BROADCAST, "the operands broadcast (torch rules) into `out`: broadcasting them together with "
+         "`out` gives exactly `out.shape` (no reshape)"),
 )
 DEVICE_ELEMENTWISE_RULES = (
     *ELEMENTWISE_RULES,
@@ -58,16 +59,14 @@ def broadcast(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
 
 
 def check_elementwise(ctx: OpContext) -> None:
-    """Spec §7 COPY/ADD/MUL/SILU_MUL/GELU/ALLREDUCE_SHARD: a full, reshape-free elementwise write."""
+    """Spec §7 COPY/ADD/MUL/SILU_MUL/GELU/ALLREDUCE_SHARD: the result is copied into ``out`` with
+    torch broadcasting (``out.copy_``), so it must broadcast to out's shape, never reshape."""
     out = ctx.outputs[0]
-    shapes = [o.shape for o in ctx.inputs]
-    if ctx.op is InstructionKind.COPY:
-        shapes.append(out.shape)
-    joined = broadcast(shapes)
+    joined = broadcast([*(o.shape for o in ctx.inputs), out.shape])
     if joined != out.shape:
-        got = "do not broadcast" if joined is None else f"broadcast to {list(joined)}"
         names = ", ".join(f"{o.name} {list(o.shape)}" for o in ctx.inputs)
-        ctx.fail(C.BROADCAST, f"operands {names} {got}, not to {out.name} {list(out.shape)}",
+        got = "do not broadcast into it" if joined is None else f"broadcast with it to {list(joined)}"
+        ctx.fail(C.BROADCAST, f"writes {out.name} {list(out.shape)} from operands {names}, which {got}",
                  [*ctx.inputs, out])
         return
     if ctx.op in DEVICE_ELEMENTWISE:
@@ -109,9 +108,9 @@ def check_index_dtype(ctx: OpContext, index: Operand) -> None:
 def check_norm(ctx: OpContext) -> None:
     """Spec §7 RMSNORM/LAYERNORM: per-row normalisation over the last dim."""
     x, out = ctx.inputs[0], ctx.outputs[0]
-    if out.numel != x.numel:
+    if out.numel != x.numel or out.shape[-1:] != x.shape[-1:]:
         ctx.fail(C.NUMEL_MISMATCH, f"normalises {x.name} {list(x.shape)} into {out.name} "
-                 f"{list(out.shape)} ({x.numel} vs {out.numel} elements)", [x, out])
+                 f"{list(out.shape)}, which does not have its elements and row length", [x, out])
     if x.rank == 0:
         ctx.fail(C.NORM_WEIGHT, f"normalises {x.name}, a rank-0 tensor with no row", [x])
         return

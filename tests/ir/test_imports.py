@@ -1,0 +1,22 @@
+"""``amkspec.ir`` and the IR commands need neither torch nor z3 (a laptop can read and check programs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+PROBE = """
+import sys
+import amkspec, amkspec.ir, amkspec.ir.schema, amkspec.ir.summary
+prog = amkspec.load("examples/decoder_layer.json")
+amkspec.ir.schema.program_schema()
+heavy = sorted(m for m in ("torch", "z3", "hypothesis") if m in sys.modules)
+print(",".join(heavy))
+"""
+
+
+def test_the_ir_imports_no_heavy_dependency() -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
