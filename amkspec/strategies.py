@@ -16,7 +16,8 @@ Use them in your own test suite to check an importer, validator or VM against am
 * :func:`valid_programs`: valid by construction (spec §3): every wait is an all-join on a
   counter whose producers all come earlier in the task list, tiled GEMV writers share one
   counter with disjoint column tiles, KV appends precede the attention that reads the cache,
-  and every shape satisfies the opcode semantics of spec §7.
+  and every shape satisfies the opcode semantics of spec §7, so the programs also run on the
+  ReferenceVM.
 * :func:`arbitrary_programs`: representable but possibly broken programs (dangling ids, ids
   that are not list positions, zero/negative/huge thresholds, cycles, bools, NaN and strings
   in params, empty programs): what a validator must judge without crashing.

@@ -7,6 +7,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
+# Tiny tensors: intra-op threads only add contention on a 2-core machine (set before torch loads).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 FIXTURES = ROOT / "tests" / "fixtures" / "amk"

@@ -82,3 +82,35 @@ def test_decoder_layer_follows_the_lowering_conventions() -> None:
     ops = {t.op for t in prog.tasks}
     assert {InstructionKind.ATTENTION_TILE, InstructionKind.KV_APPEND, InstructionKind.ROPE,
             InstructionKind.SILU_MUL} <= ops
+
+
+def test_decoder_layer_computes_a_decoder_layer() -> None:
+    """On the ReferenceVM, the example equals an eager Llama layer at position 0 (RoPE is the
+    identity there and attention over one key returns that key's value)."""
+    import torch
+
+    from amkspec.vm.machine import ReferenceVM
+
+    prog = load(EXAMPLES / "decoder_layer.json")
+    gen = torch.Generator().manual_seed(0)
+    w = {b.source: torch.randn(b.shape, generator=gen) / 4
+         for b in prog.buffers if b.kind is BufferKind.WEIGHT}
+    token = 5
+    inputs = {name: torch.tensor([value], dtype=torch.int32)
+              for name, value in (("token_id", token), ("pos", 0), ("reshape_id0", 0))}
+    logits = ReferenceVM(prog).run(w, inputs)["logits"]
+
+    def norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+
+    def proj(x: torch.Tensor, name: str) -> torch.Tensor:
+        return x @ w[f"layers.0.{name}.weight"].T
+
+    h = w["embed.weight"][token][None]
+    a = norm(h, w["layers.0.input_norm"])
+    v = proj(a, "attn.v_proj")  # one kv head shared by both query heads
+    h = h + proj(torch.cat([v, v], -1), "attn.o_proj")
+    m = norm(h, w["layers.0.post_norm"])
+    h = h + proj(torch.nn.functional.silu(proj(m, "mlp.gate_proj")) * proj(m, "mlp.up_proj"), "mlp.down_proj")
+    expected = norm(h, w["final_norm"]) @ w["lm_head.weight"].T
+    torch.testing.assert_close(logits.float(), expected, rtol=1e-4, atol=1e-4)

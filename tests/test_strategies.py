@@ -187,3 +187,18 @@ def test_mutated_documents_include_loadable_and_unloadable_ones() -> None:
     features = {"loadable": _loadable, "unloadable": lambda d: not _loadable(d),
                 "not an object": lambda d: not isinstance(d, dict)}
     assert _features_seen(mutated_documents(), features) == set(features)
+
+
+@given(valid_programs(max_tasks=16))
+def test_valid_programs_run_on_the_reference_vm(prog: MegakernelProgram) -> None:
+    import torch
+
+    from amkspec.vm.machine import ReferenceVM
+
+    weights = {b.source: torch.randn(b.shape) for b in prog.buffers if b.kind is BufferKind.WEIGHT}
+    inputs = {b.name: torch.zeros(b.shape, dtype=torch.int32) if b.dtype.is_integer else torch.randn(b.shape)
+              for b in prog.buffers if b.kind is BufferKind.IO_INPUT}
+    outputs = ReferenceVM(prog).run(weights, inputs)
+    persistent = (BufferKind.IO_OUTPUT, BufferKind.KV_CACHE)
+    expected = {b.name: b.shape for b in prog.buffers if b.kind in persistent}
+    assert {name: tuple(t.shape) for name, t in outputs.items()} == expected

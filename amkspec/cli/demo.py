@@ -87,7 +87,7 @@ def check_programs(examples: Path) -> bool:
 
 
 @main.command()
-@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.argument("directory", required=False, type=click.Path())
 def demo(directory: str | None) -> None:
     """Load, summarise and validate every example program (default: the bundled examples/).
 
@@ -96,7 +96,8 @@ def demo(directory: str | None) -> None:
     """
     examples = Path(directory) if directory is not None else default_examples_dir()
     if not examples.is_dir():
-        fail(f"{examples}: no such directory (pass the examples directory as DIR)")
+        problem = "not a directory" if examples.exists() else "no such directory"
+        fail(f"{examples}: {problem} (pass the examples directory as DIR)")
     ok = True
     for step in DEMO_STEPS:
         ok = step(examples) and ok

@@ -79,7 +79,7 @@ def _info_lines(path: str, s: dict[str, Any]) -> list[str]:
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @clean_errors
 def info(file: str, as_json: bool) -> None:
@@ -110,8 +110,8 @@ def _read_text(path: str) -> str:
 
 
 @main.command()
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.argument("file", type=click.Path())
+@click.option("-o", "--output", type=click.Path(), help="Write here instead of stdout.")
 @click.option("--check", is_flag=True, help="Exit 1 if FILE is not canonical; write nothing.")
 @clean_errors
 def fmt(file: str, output: str | None, check: bool) -> None:
@@ -133,7 +133,7 @@ def fmt(file: str, output: str | None, check: bool) -> None:
 
 
 @main.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option("-o", "--output", type=click.Path(), help="Write here instead of stdout.")
 @clean_errors
 def schema(output: str | None) -> None:
     """Print the JSON Schema (Draft 2020-12) of the program format, generated from the model."""

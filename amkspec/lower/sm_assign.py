@@ -59,6 +59,8 @@ def _explicit(prog: MegakernelProgram, mapping: Mapping[int, int], target: GpuTa
     tasks = {t.id: t for t in prog.tasks}
     limit = target.num_sms if target is not None else None
     for tid, sm in mapping.items():
+        if isinstance(sm, bool) or not isinstance(sm, int):
+            raise ValueError(f"sm_assignment maps task {tid} to {sm!r}, not an SM number")
         if tid not in tasks:
             raise ValueError(f"sm_assignment names task {tid}, which the program does not have")
         if sm < 0 or (limit is not None and sm >= limit):

@@ -72,6 +72,13 @@ def test_unusable_input_is_one_line_and_exit_2(tmp_path: Path, content: str | No
         assert fragment in _one_error_line(run(command, path), 2)
 
 
+def test_directories_and_unwritable_outputs_are_one_line_errors(tmp_path: Path) -> None:
+    assert "Is a directory" in _one_error_line(run("info", tmp_path), 2)
+    assert "Is a directory" in _one_error_line(run("fmt", TOY, "-o", tmp_path), 2)
+    assert "No such file" in _one_error_line(run("schema", "-o", tmp_path / "no" / "s.json"), 2)
+    assert "not a directory" in _one_error_line(run("demo", TOY), 2)
+
+
 def test_major_version_is_exit_2_and_newer_minor_warns(tmp_path: Path) -> None:
     doc = json.loads(TOY.read_text())
     path = tmp_path / "prog.json"

@@ -98,7 +98,8 @@ def test_batched_lowering_uses_gemm_and_batched_shapes() -> None:
         ({"config": ScheduleConfig(sm_assignment={0: 82})}, "SM 82"),
         ({"config": ScheduleConfig(tiling={"gemv": {"N_tile": "8"}})}, "integer"),
         ({"config": ScheduleConfig(tiling={"attention": {"n_partitions": True}})}, "integer"),
-        ({"config": ScheduleConfig(tiling={"gemv": 64})}, "object"),  # type: ignore[dict-item]
+        ({"config": ScheduleConfig(tiling={"gemv": 64})}, "object"),
+        ({"config": ScheduleConfig(sm_assignment={0: "x"})}, "not an SM"),
     ],
 )
 def test_bad_arguments_raise_lowering_error(kwargs: dict, message: str) -> None:
