@@ -13,9 +13,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from amkspec.ir import Wait
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
-from amkspec.proofs.index import ProgramIndex, as_list, find_cycle, is_int, kahn
+from amkspec.proofs.index import ProgramIndex, find_cycle, is_int, kahn
 
 _D, _E = Family.DEADLOCK, Severity.ERROR
 NO_PRODUCER = register("D201", _D, "§3.1", _E, "a wait on a counter that no task increments")
@@ -29,35 +28,34 @@ SM_QUEUE = register(
 
 def check_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Each wait is satisfiable: ``1 <= threshold <= #producers`` and not on the task's own counter."""
-    for pos, task in enumerate(ix.tasks):
+    counters, producers = ix.counters, ix.producers
+    for pos, waits in enumerate(ix.waits):
         own = ix.out_counter[pos]
-        for i, w in enumerate(as_list(getattr(task, "waits", None))):
-            if not isinstance(w, Wait) or not (is_int(w.counter) and w.counter in ix.counters):
+        for i, c, t in waits:
+            if c not in counters:
                 continue  # S105 reports it
-            c, t = w.counter, w.threshold
-            who, tid = ix.describe(pos), [ix.task_id(pos)]
             if c == own:
                 yield diag(
                     SELF_WAIT,
-                    f"task {who} waits[{i}] on counter {c}, its own out_counter",
-                    tasks=tid,
+                    f"task {ix.describe(pos)} waits[{i}] on counter {c}, its own out_counter",
+                    tasks=[ix.task_id(pos)],
                     counters=[c],
                 )
                 continue
-            producers = ix.producers.get(c, [])
-            if not producers:
+            makers = producers.get(c, ())
+            if not makers:
                 yield diag(
                     NO_PRODUCER,
-                    f"task {who} waits on counter {c} but no task increments it",
-                    tasks=tid,
+                    f"task {ix.describe(pos)} waits on counter {c} but no task increments it",
+                    tasks=[ix.task_id(pos)],
                     counters=[c],
                 )
-            elif is_int(t) and t > len(producers):
+            elif type(t) is int and t > len(makers):
                 yield diag(
                     THRESHOLD_TOO_HIGH,
-                    f"task {who} waits on counter {c} with threshold {t} but counter {c} has only "
-                    f"{len(producers)} producer(s) ({ix.describe_many(producers)})",
-                    tasks=[*tid, *ix.task_ids(producers)],
+                    f"task {ix.describe(pos)} waits on counter {c} with threshold {t} but counter {c} has "
+                    f"only {len(makers)} producer(s) ({ix.describe_many(makers)})",
+                    tasks=[ix.task_id(pos), *ix.task_ids(makers)],
                     counters=[c],
                 )
 

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, TypeGuard
 
-from amkspec.ir import Buffer, Counter, MegakernelProgram, Task
+from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
 from amkspec.proofs.reach import Reachability
 
 
@@ -42,7 +42,8 @@ def _first_by_id(records: Iterable[Any]) -> dict[int, Any]:
 class ProgramIndex:
     """Id maps, producers, readers, writers, edges and topological order of one program.
 
-    ``preds[i]``/``succs[i]`` are list positions, sorted, without self-edges;
+    ``waits[i]`` lists ``(index, counter, threshold)`` of the task's Wait records whose
+    counter is an int. ``preds[i]``/``succs[i]`` are list positions, sorted, without self-edges;
     ``self_waiting`` holds the positions of tasks that wait on their own counter.
     ``topo`` is a topological order of positions (Kahn, FIFO, ascending seeds) or
     None when the graph has a cycle. ``rejected_tasks`` collects the positions of
@@ -59,6 +60,7 @@ class ProgramIndex:
         self.inputs: list[list[int]] = [[] for _ in range(n)]
         self.outputs: list[list[int]] = [[] for _ in range(n)]
         self.out_counter: list[int | None] = [None] * n
+        self.waits: list[list[tuple[int, int, Any]]] = [[] for _ in range(n)]
         self.wait_counters: list[list[int]] = [[] for _ in range(n)]
         self.producers: dict[int, list[int]] = {}
         self.readers: dict[int, list[int]] = {}
@@ -98,10 +100,14 @@ class ProgramIndex:
                 else:
                     producers[oc] = [pos]
             waits = getattr(task, "waits", None)
-            if isinstance(waits, list):
-                self.wait_counters[pos] = [
-                    c for c in (getattr(w, "counter", None) for w in waits) if type(c) is int
+            if isinstance(waits, list) and waits:
+                table = [
+                    (i, w.counter, w.threshold)
+                    for i, w in enumerate(waits)
+                    if type(w) is Wait and type(w.counter) is int
                 ]
+                self.waits[pos] = table
+                self.wait_counters[pos] = [c for _, c, _ in table]
 
     def _index_edges(self) -> None:
         producers = self.producers

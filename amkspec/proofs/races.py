@@ -14,9 +14,9 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, InstructionKind, MemSpace, Wait
+from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, InstructionKind, MemSpace
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
-from amkspec.proofs.index import ProgramIndex, as_list, is_int
+from amkspec.proofs.index import ProgramIndex, is_int
 from amkspec.proofs.structure import buffer_problem, page_index
 
 _R, _E, _W = Family.RACES, Severity.ERROR, Severity.WARNING
@@ -79,20 +79,18 @@ def _kind(ix: ProgramIndex, bid: int) -> BufferKind | None:
 
 def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """A wait on a counter with > 1 producer uses threshold == #producers (spec §3.2)."""
-    for pos, task in enumerate(ix.tasks):
-        for w in as_list(getattr(task, "waits", None)):
-            if not isinstance(w, Wait) or not is_int(w.counter) or w.counter == ix.out_counter[pos]:
-                continue
-            producers = ix.producers.get(w.counter, [])
-            t = w.threshold
-            if len(producers) > 1 and is_int(t) and 1 <= t < len(producers):
+    producers = ix.producers
+    for pos, waits in enumerate(ix.waits):
+        for _, c, t in waits:
+            makers = producers.get(c, ())
+            if len(makers) > 1 and type(t) is int and 1 <= t < len(makers) and c != ix.out_counter[pos]:
                 yield diag(
                     PARTIAL_JOIN,
-                    f"task {ix.describe(pos)} waits on counter {w.counter} with threshold {t} but counter "
-                    f"{w.counter} has {len(producers)} producers ({ix.describe_many(producers)}); "
+                    f"task {ix.describe(pos)} waits on counter {c} with threshold {t} but counter "
+                    f"{c} has {len(makers)} producers ({ix.describe_many(makers)}); "
                     "a shared counter needs the full join",
-                    tasks=[ix.task_id(pos), *ix.task_ids(producers)],
-                    counters=[w.counter],
+                    tasks=[ix.task_id(pos), *ix.task_ids(makers)],
+                    counters=[c],
                 )
 
 
@@ -291,15 +289,16 @@ def _write_race(
 
 def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Tiled writers of a consumed buffer must cover its last dim: a gap is read as unwritten data."""
+    tasks = ix.tasks
     for bid, writers in ix.writers.items():
+        if any(getattr(tasks[w], "op", None) not in _TILED for w in writers):
+            continue
         buf = ix.buffers[bid]
         kind = _kind(ix, bid)
         readers = ix.readers.get(bid, [])
         if kind not in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT) or buffer_problem(buf) is not None:
             continue
         if (not readers and kind is not BufferKind.IO_OUTPUT) or not buf.shape:
-            continue
-        if any(getattr(ix.tasks[w], "op", None) not in _TILED for w in writers):
             continue
         cols = [footprint(ix.tasks[w])[1] for w in writers]
         if any(c is None for c in cols):

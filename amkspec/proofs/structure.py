@@ -183,24 +183,27 @@ def task_is_clean(task: Any, ix: ProgramIndex) -> bool:
     if spec.n_outputs != VARIADIC and len(outs) != spec.n_outputs:
         return False
     buffers, counters = ix.buffers, ix.counters
-    if not all(type(b) is int and b in buffers for b in ins) or not all(
-        type(b) is int and b in buffers for b in outs
-    ):
-        return False
+    for b in ins:
+        if type(b) is not int or b not in buffers:
+            return False
+    for b in outs:
+        if type(b) is not int or b not in buffers:
+            return False
     if type(task.out_counter) is not int or task.out_counter not in counters:
         return False
     for w in waits:
-        t = getattr(w, "threshold", None)
         if type(w) is not Wait or type(w.counter) is not int or w.counter not in counters:
             return False
+        t = w.threshold
         if type(t) is not int or not 1 <= t <= INT32_MAX:
             return False
     return type(params) is dict and _params_clean(params, spec.required_params)
 
 
 def _params_clean(params: dict[Any, Any], required: tuple[str, ...]) -> bool:
-    if not all(name in params for name in required):
-        return False
+    for name in required:
+        if name not in params:
+            return False
     for key, value in params.items():
         kind = PARAM_FIELDS.get(key)
         if kind == "i":

@@ -23,6 +23,8 @@ _DOC = dict(
 
 
 def _matmul(x: Tensor, w: Tensor) -> Tensor:
+    if w.dim() != 2:
+        raise OpError(f"the weight tile must be [N_tile, K], got {tuple(w.shape)}")
     try:
         return x @ w.T
     except RuntimeError as exc:

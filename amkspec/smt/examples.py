@@ -19,6 +19,7 @@ from amkspec.ir import (
     Page,
     PageAllocation,
     ProgramBuilder,
+    Wait,
 )
 
 K = InstructionKind
@@ -31,8 +32,19 @@ def _start(b: ProgramBuilder) -> tuple[int, int]:
     return x, w
 
 
-def _tile(b: ProgramBuilder, x: int, w: int, out: int, n_off: int, n: int = 8, **kw: object) -> int:
-    return b.add_task(K.GEMV_TILE, [x, w], [out], params={"K": 16, "N_tile": n, "n_off": n_off}, **kw)  # type: ignore[arg-type]
+def _tile(
+    b: ProgramBuilder,
+    x: int,
+    w: int,
+    out: int,
+    n_off: int,
+    n: int = 8,
+    *,
+    label: str,
+    out_counter: int | None = None,
+) -> int:
+    params = {"K": 16, "N_tile": n, "n_off": n_off}
+    return b.add_task(K.GEMV_TILE, [x, w], [out], out_counter=out_counter, params=params, label=label)
 
 
 def partial_join_race() -> MegakernelProgram:
@@ -187,12 +199,20 @@ def layered(n_tasks: int, bug: str | None = None, width: int = 4) -> MegakernelP
         out = b.new_buffer(f"h{n}", kind, DType.F32, (1, 16 * width))
         c = b.new_counter(f"layer {n}")
         for j in range(width):
-            waits = [] if wait is None else [wait]
+            waits: list[Wait | tuple[int, int]] = [] if wait is None else [wait]
             if last and wait is not None and bug == "race" and j == 0:
                 waits = [(wait.counter, 1)]
             if last and wait is not None and bug == "deadlock" and j == 0:
                 waits = [(wait.counter, wait.threshold + 1)]
-            b.add_task(K.GEMV_TILE, [prev, w], [out], out_counter=c, waits=waits, sm=(n * width + j) % 8,
-                       params={"K": 16 * width, "N_tile": 16, "n_off": 16 * j}, label=f"L{n}.{j}")
+            b.add_task(
+                K.GEMV_TILE,
+                [prev, w],
+                [out],
+                out_counter=c,
+                waits=waits,
+                sm=(n * width + j) % 8,
+                params={"K": 16 * width, "N_tile": 16, "n_off": 16 * j},
+                label=f"L{n}.{j}",
+            )
         prev, wait = out, b.join(c)
     return b.build(meta={"example": f"layered {bug or 'valid'}"}, target=TARGETS["h100"])

@@ -35,6 +35,7 @@ CLAUSE_OF_KIND = {
 }
 
 KIND_OF_CODE = {
+    "S105": "deadlock",
     "D201": "deadlock",
     "D202": "deadlock",
     "D203": "deadlock",

@@ -105,6 +105,10 @@ class Prover:
         if model is None:
             return None
         o, w = next((o, w) for o, w in pairs if enc.happened(model, enc.start(r) < enc.end(w)))
+        # Prefer the most telling interleaving: the read begins while the write is under way.
+        model = (
+            enc.check(z3.And(enc.started(r), enc.start(w) < enc.start(r), enc.start(r) < enc.end(w))) or model
+        )
         ids = self.view.ids([r, w])
         return Witness(
             "kv-race" if o.kv else "read-race",
@@ -247,7 +251,9 @@ class Prover:
             return z3.BoolVal(False)
         if len(prods) < t:
             return z3.BoolVal(True)
-        return z3.Sum([z3.If(self.enc.ended(p), 1, 0) for p in prods]) < t
+        if len(prods) == t:
+            return z3.Or([z3.Not(self.enc.ended(p)) for p in prods])
+        return z3.Not(z3.PbGe([(self.enc.ended(p), 1) for p in prods], t))
 
     def _deadlock_witness(self, scope: list[int], task: int | None) -> Witness | None:
         enc, view = self.enc, self.view

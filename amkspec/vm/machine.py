@@ -27,6 +27,8 @@ from amkspec.vm.replay import ShadowReplay
 from amkspec.vm.stats import RunStats
 
 Tensor = torch.Tensor
+_OP_FAILURES = (OpError, RuntimeError, LookupError, ValueError, TypeError, ArithmeticError)
+"""What an opcode raises on operands it cannot use (reported as :class:`ExecutionError`)."""
 
 
 @contextlib.contextmanager
@@ -137,7 +139,7 @@ class ReferenceVM:
             t1 = clock()
             try:
                 fns[pos](ins, outs, params[pos])
-            except (OpError, RuntimeError, IndexError, ValueError, TypeError) as exc:
+            except _OP_FAILURES as exc:
                 raise self._fail(pos, exc) from exc
             spent[pos] = clock() - t1
             done[pos] = True
@@ -164,7 +166,7 @@ class ReferenceVM:
         def run_task(pos: int, ins: list[Tensor], outs: list[Tensor]) -> None:
             try:
                 fns[pos](ins, outs, tasks[pos].params)
-            except (OpError, RuntimeError, IndexError, ValueError, TypeError) as exc:
+            except _OP_FAILURES as exc:
                 raise self._fail(pos, exc) from exc
 
         shadow = ShadowReplay(self.plan, bound, run_task)

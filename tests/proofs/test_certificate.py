@@ -80,7 +80,9 @@ def test_pages_and_writers_are_justified() -> None:
     assert cert["reads"] and cert["order"]
 
 
-@pytest.mark.parametrize("name", ["partial-join read race", "unsatisfiable threshold", "cycle", "page clobber"])
+@pytest.mark.parametrize(
+    "name", ["partial-join read race", "unsatisfiable threshold", "cycle", "page clobber"]
+)
 def test_unsafe_programs_get_no_certificate(name: str) -> None:
     with pytest.raises(CertificateError):
         certify(EXAMPLES[name]())
@@ -91,8 +93,14 @@ def test_checker_refuses_a_forged_hop_on_a_partial_wait() -> None:
     prog = EXAMPLES["partial-join read race"]()
     from amkspec.proofs.certificate import FORMAT, VERSION, program_hash
 
-    forged = {"format": FORMAT, "version": VERSION, "program_sha256": program_hash(prog), "order": [0, 1, 2],
-              "reads": [{"buffer": 2, "writer": w, "reader": 2, "path": [w, 2]} for w in (0, 1)],
-              "writes": [], "pages": []}
+    forged = {
+        "format": FORMAT,
+        "version": VERSION,
+        "program_sha256": program_hash(prog),
+        "order": [0, 1, 2],
+        "reads": [{"buffer": 2, "writer": w, "reader": 2, "path": [w, 2]} for w in (0, 1)],
+        "writes": [],
+        "pages": [],
+    }
     with pytest.raises(CertificateError, match="not a happens-before edge"):
         check_certificate(prog, forged)

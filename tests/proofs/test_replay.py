@@ -55,7 +55,11 @@ def test_a_read_race_claim_must_hold() -> None:
     bad = copy.deepcopy(good)
     w = bad["roles"]["writer"]
     r = bad["roles"]["reader"]
-    bad["events"] = [{"event": "start", "task": w}, {"event": "end", "task": w}, {"event": "start", "task": 1 - w}]
+    bad["events"] = [
+        {"event": "start", "task": w},
+        {"event": "end", "task": w},
+        {"event": "start", "task": 1 - w},
+    ]
     bad["events"] += [{"event": "end", "task": 1 - w}, {"event": "start", "task": r}]
     with pytest.raises(ReplayError, match="does not start before writer"):
         check_witness(prog, bad)

@@ -54,7 +54,7 @@ def test_explain_unusable_input(tmp_path: Path) -> None:
 
 def test_certify_and_check(tmp_path: Path) -> None:
     cert = tmp_path / "cert.json"
-    code, out, _ = run("certify", TOY1, "-o", str(cert))
+    code, _, _ = run("certify", TOY1, "-o", str(cert))
     assert code == 0 and cert.exists()
     assert run("check-cert", TOY1, str(cert))[0] == 0
     data = json.loads(cert.read_text())
@@ -75,7 +75,15 @@ def test_certify_refuses_rejected_programs(tmp_path: Path) -> None:
 def test_prove_rules() -> None:
     code, out, _ = run("prove-rules", "--max-tasks", "2")
     assert code == 0 and out.count("PROVED") == 7
-    code, out, _ = run("prove-rules", "--max-tasks", "3", "--rules", "original", "--theorem",
-                       "sm-queue-deadlock-freedom", "--json")
+    code, out, _ = run(
+        "prove-rules",
+        "--max-tasks",
+        "3",
+        "--rules",
+        "original",
+        "--theorem",
+        "sm-queue-deadlock-freedom",
+        "--json",
+    )
     assert code == 1 and json.loads(out)[0]["result"] == "COUNTEREXAMPLE"
     assert run("prove-rules", "--theorem", "nonsense")[0] == 2

@@ -1,0 +1,32 @@
+"""Tables of the validation chapter, generated from :data:`amkspec.proofs.CODES` and the check list."""
+
+from __future__ import annotations
+
+from amkspec.proofs import CODES
+from amkspec.proofs.validate import CHECKS
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def _escape(text: str) -> str:
+    """Inline reST: keep ``*`` and backquotes literal in summaries."""
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`")
+
+
+def diagnostic_codes() -> Table:
+    """Every registered diagnostic code of every family (validator and memory safety)."""
+    rows = [
+        [f"``{info.code}``", info.family.value, info.clause, info.severity.value, _escape(info.summary)]
+        for info in sorted(CODES.values(), key=lambda i: i.code)
+    ]
+    return ["Code", "Family", "Clause", "Severity", "Meaning"], rows
+
+
+def check_order() -> Table:
+    """The checks of ``validate()`` in the order they run, with the premise each needs."""
+    rows = []
+    for i, (name, check) in enumerate(CHECKS, 1):
+        first = (check.__doc__ or "").strip().split("\n\n")[0]
+        summary = " ".join(line.strip() for line in first.splitlines()).replace("*", "\\*")
+        rows.append([str(i), name, f"``{check.__module__}.{check.__name__}``", summary])
+    return ["#", "Check", "Function", "What it establishes"], rows
