@@ -76,7 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--validate-up-to", type=int, default=10000,
+    parser.add_argument("--validate-up-to", type=int, default=20000,
                         help="also time validate() (for the share) on programs up to this many tasks")
     args = parser.parse_args()
     print(f"{'tasks':>8} {'memory s':>10} {'us/task':>8} {'validate s':>11} {'share':>6}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import json
 from pathlib import Path
@@ -30,7 +31,9 @@ def test_committed_files_equal_the_generator_output(tmp_path: Path) -> None:
     assert sorted(script.EXAMPLES) == [f.name for f in FILES]
     script.main(tmp_path)
     for f in FILES:
-        assert (tmp_path / f.name).read_text() == f.read_text(), f"regenerate {f.name}"
+        got, committed = (tmp_path / f.name).read_text(), f.read_text()
+        diff = difflib.unified_diff(committed.splitlines(), got.splitlines(), lineterm="", n=1)
+        assert got == committed, f"regenerate {f.name}:\n" + "\n".join(list(diff)[:30])
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

@@ -110,22 +110,24 @@ class ProgramIndex:
                 self.wait_counters[pos] = [c for _, c, _ in table]
 
     def _index_edges(self) -> None:
-        producers = self.producers
+        producers, succs = self.producers, self.succs
         n_edges = 0
-        for pos in range(self.n):
-            found: set[int] = set()
-            for c in self.wait_counters[pos]:
-                found.update(producers.get(c, ()))
-            if not found:
+        for pos, counters in enumerate(self.wait_counters):
+            if not counters:
                 continue
-            n_edges += len(found)
-            if pos in found:
-                found.discard(pos)
+            if len(counters) == 1:  # producer lists are distinct and in ascending position order
+                preds = list(producers.get(counters[0], ()))
+            else:
+                preds = sorted({p for c in counters for p in producers.get(c, ())})
+            if not preds:
+                continue
+            n_edges += len(preds)
+            if pos in preds:
+                preds.remove(pos)
                 self.self_waiting.append(pos)
-            preds = sorted(found)
             self.preds[pos] = preds
             for p in preds:
-                self.succs[p].append(pos)
+                succs[p].append(pos)
         self.n_edges = n_edges
 
     @property

@@ -8,8 +8,10 @@ occupants). :meth:`Reachability.ancestors` answers a batch of such pairs:
 2. a direct dependency edge answers most of the rest;
 3. the remaining pairs are answered by propagating *ancestor bitsets* (Python
    ints, one bit per queried source) forward over the window of the topological
-   order between the first source and the last target, in chunks of
-   :data:`CHUNK` sources so memory stays bounded at any program size.
+   order between the first source and the last target. Sources whose windows do
+   not overlap are handled in separate passes (each over its own short window),
+   and a pass holds at most :data:`CHUNK` sources so memory stays bounded at any
+   program size.
 """
 
 from __future__ import annotations
@@ -54,11 +56,16 @@ class Reachability:
                 yes.add((a, b))
             else:
                 pending[a].add(b)
-        if pending:
-            sources = sorted(pending, key=rank.__getitem__)
-            for start in range(0, len(sources), CHUNK):
-                chunk = sources[start : start + CHUNK]
+        chunk: list[int] = []
+        chunk_hi = -1
+        for s in sorted(pending, key=rank.__getitem__):
+            if chunk and (rank[s] > chunk_hi or len(chunk) >= CHUNK):
                 yes.update(self._propagate(chunk, pending))
+                chunk, chunk_hi = [], -1
+            chunk.append(s)
+            chunk_hi = max(chunk_hi, *(rank[t] for t in pending[s]))
+        if chunk:
+            yes.update(self._propagate(chunk, pending))
         return yes
 
     def _propagate(self, sources: list[int], targets: dict[int, set[int]]) -> set[tuple[int, int]]:

@@ -98,23 +98,24 @@ def check_ids(ix: ProgramIndex) -> Iterator[Diagnostic]:
         first: dict[int, int] = {}
         for pos, rec in enumerate(records):
             rid = getattr(rec, "id", None)
-            ids = {key: [rid]}
+            if type(rid) is int and rid == pos and rid not in first:
+                first[rid] = pos
+                continue
             if not is_int(rid):
                 yield diag(ID_NOT_POSITION, f"{what} at position {pos} has id {rid!r}, not an int")
             elif rid in first:
                 yield diag(
                     DUPLICATE_ID,
                     f"{what}s at positions {first[rid]} and {pos} share id {rid}",
-                    **ids,
+                    **{key: [rid]},
                 )
             else:
                 first[rid] = pos
-                if rid != pos:
-                    yield diag(
-                        ID_NOT_POSITION,
-                        f"{what} {rid} is at list position {pos}; ids must equal positions",
-                        **ids,
-                    )
+                yield diag(
+                    ID_NOT_POSITION,
+                    f"{what} {rid} is at list position {pos}; ids must equal positions",
+                    **{key: [rid]},
+                )
 
 
 def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
@@ -367,10 +368,6 @@ def check_sm(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 tasks=[ix.task_id(pos)],
             )
             ix.rejected_tasks.add(pos)
-
-
-def valid_sm(value: Any) -> bool:
-    return is_int(value) and value >= 0
 
 
 # -- page table ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ head ``h`` reads kv head ``h // (n_heads // n_kv_heads)``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -17,12 +18,12 @@ from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, need
 _K = InstructionKind
 
 
-def _window(cache: Tensor, start: int, length: int, rep: int) -> Tensor:
-    """Cache rows ``[start, start+length)`` (position axis −3), kv heads repeat-interleaved."""
+def _window(cache: Tensor, start: int, length: int) -> Tensor:
+    """Cache rows ``[start, start+length)`` (position axis −3) as float32, kv heads moved before
+    positions: ``[..., n_kv, hd, length]`` for K (transposed for the product)."""
     if start < 0 or start + max(length, 0) > cache.shape[-3]:
         raise OpError(f"attention window {start}+{length} outside a cache of {cache.shape[-3]} positions")
-    rows = cache[..., start : start + max(length, 0), :, :]
-    return f32(rows).repeat_interleave(rep, dim=-2)
+    return f32(cache[..., start : start + max(length, 0), :, :])
 
 
 @semantics(
@@ -53,30 +54,32 @@ def attention_tile(inputs: list[Tensor], outputs: list[Tensor], params: Params) 
     length = int(params.get("kv_len", k_cache.shape[-3]))
     scale = float(params.get("scale", 1.0 / math.sqrt(hd)))
     rep = n_heads // n_kv
-    keys, values = _window(k_cache, start, length, rep), _window(v_cache, start, length, rep)
+    # Query head h = g·rep + r reads kv head g: group the query heads by kv head instead of
+    # repeat-interleaving the cache (the same products, without copying the window rep times).
+    keys = _window(k_cache, start, length).movedim(-3, -1)
+    values = _window(v_cache, start, length).movedim(-3, -2)
     lead = (k_cache.shape[0],) if batched else ()
     try:
-        qf = f32(q).reshape(*lead, n_heads, hd)
-        scores = torch.einsum("...hd,...jhd->...hj", qf, keys) * scale
+        qf = f32(q).reshape(*lead, n_kv, rep, hd)
+        scores = torch.matmul(qf, keys) * scale
     except RuntimeError as exc:
         raise OpError(f"ATTENTION_TILE: q {tuple(q.shape)} does not match {n_heads} heads of {hd}") from exc
     if not batched and int(params.get("flags", 0)) & AttentionFlags.PARTIAL_WRITE:
-        store(outputs[0], _partial(scores, values))
+        store(outputs[0], _partial(scores, values).reshape(n_heads, hd + 2))
         return
     probs = torch.softmax(scores, dim=-1)
-    store(outputs[0], torch.einsum("...hj,...jhd->...hd", probs, values))
+    store(outputs[0], torch.matmul(probs, values).reshape(*lead, n_heads, hd))
 
 
 def _partial(scores: Tensor, values: Tensor) -> Tensor:
-    """Un-normalised flash-decoding partial rows ``[acc | m | l]`` per head."""
-    n_heads, hd = scores.shape[0], values.shape[-1]
+    """Un-normalised flash-decoding partial rows ``[acc | m | l]`` per (kv head, query head)."""
     if scores.shape[-1] == 0:
-        m = torch.full((n_heads, 1), -math.inf)
-        return torch.cat([torch.zeros(n_heads, hd), m, torch.zeros(n_heads, 1)], dim=-1)
+        shape = scores.shape[:-1]
+        acc = torch.zeros(*shape, values.shape[-1])
+        return torch.cat([acc, torch.full((*shape, 1), -math.inf), torch.zeros(*shape, 1)], dim=-1)
     m = scores.amax(-1, keepdim=True)
     e = torch.exp(scores - m)
-    acc = torch.einsum("hj,jhd->hd", e, values)
-    return torch.cat([acc, m, e.sum(-1, keepdim=True)], dim=-1)
+    return torch.cat([torch.matmul(e, values), m, e.sum(-1, keepdim=True)], dim=-1)
 
 
 @semantics(
@@ -109,6 +112,12 @@ def attention_combine(inputs: list[Tensor], outputs: list[Tensor], params: Param
     store(outputs[0], acc / total.clamp_min(1e-20)[:, None])
 
 
+@functools.lru_cache(maxsize=64)
+def _inv_freq(half: int, theta: float) -> Tensor:
+    """``1 / theta^(i/half)`` for ``i < half``, float32 (``i/half`` in float32, then the power)."""
+    return 1.0 / (theta ** (torch.arange(half, dtype=torch.float32) / half))
+
+
 @semantics(
     _K.ROPE, family="Attention", inputs="x [n_heads, hd] or [S, n_heads, hd], positions (int)",
     outputs="out (x's shape)", params="head_dim (required, even); theta = 10000.0",
@@ -127,9 +136,7 @@ def rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     slabs = 1 if x.dim() == 2 else x.shape[0]
     if pos.numel() < 1 or (x.dim() == 3 and pos.numel() != slabs):
         raise OpError(f"ROPE: {pos.numel()} positions for {slabs} slab(s)")
-    theta = float(params.get("theta", 10000.0))
-    inv_freq = 1.0 / (theta ** (torch.arange(half, dtype=torch.float32) / half))
-    ang = pos[:slabs].float()[:, None] * inv_freq
+    ang = pos[:slabs].float()[:, None] * _inv_freq(half, float(params.get("theta", 10000.0)))
     c, s = torch.cos(ang), torch.sin(ang)
     if x.dim() == 3:
         c, s = c[:, None, :], s[:, None, :]

@@ -128,7 +128,8 @@ def quantize(w: Tensor, bits: int, group: int = 128, symmetric: bool = True) -> 
 
 @semantics(
     _K.DEQUANT, family="Quantization", inputs="q, scales [..., n_groups], optional zeros",
-    outputs="out [..., K]", params="qdtype (7 I4: q is packed nibbles; 6 I8 or 0: q holds levels); group = K",
+    outputs="out [..., K]",
+    params="qdtype (7 with a packed I4 q: nibbles are unpacked; otherwise q holds levels); group = K",
     shapes="K = out.numel / rows of q; scales/zeros have ceil(K/group) columns",
     formula="out = (level − zero) · scale per group, level = nibble − 8 (I4 symmetric), nibble "
     "(I4 with zeros) or q (otherwise); float32, then cast",
@@ -145,4 +146,8 @@ def dequant(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None
     group = int(params.get("group", k))
     scales = inputs[1].reshape(*rows, -1)
     zeros = inputs[2].reshape(*rows, -1) if len(inputs) > 2 else None
-    store(out, dequantize(q, scales, zeros, int(params.get("qdtype", 0)), group, k))
+    qdtype = int(params.get("qdtype", 0))
+    packed = q.dtype == torch.uint8 and q.dim() > 0 and q.shape[-1] == (k + 1) // 2
+    if qdtype == DType.I4 and not packed:
+        qdtype = 0  # levels already unpacked (an I8/U8 buffer): read them as given, like the original
+    store(out, dequantize(q, scales, zeros, qdtype, group, k))

@@ -70,16 +70,29 @@ class Encoding:
         return z3.PbGe([(self.ended_before(p, i), 1) for p in prods], threshold)
 
     def ensure(self, roots: Iterable[int]) -> None:
-        """Add the constraints of ``roots`` and of all their ancestors (once)."""
-        for i in sorted(self.view.closure(roots) - self.encoded):
+        """Add the constraints of ``roots`` and of all their ancestors (once).
+
+        The encoded set is always closed under ancestors, so the search stops at it.
+        """
+        todo = [i for i in roots if i not in self.encoded]
+        fresh: set[int] = set()
+        while todo:
+            i = todo.pop()
+            if i not in fresh and i not in self.encoded:
+                fresh.add(i)
+                todo.extend(self.view.preds(i))
+        for i in sorted(fresh):
             self.encoded.add(i)
-            self.solver.add(self.start(i) < self.end(i))
-            task = self.view.tasks[i]
-            conds = [self.wait_holds(i, c, t) for c, t in task.waits]
-            if i in self.view.queue_prev:
-                conds.append(self.ended_before(self.view.queue_prev[i], i))
-            if conds:
-                self.solver.add(z3.Implies(self.started(i), z3.And(conds)))
+            self._add_task(i)
+
+    def _add_task(self, i: int) -> None:
+        self.solver.add(self.start(i) < self.end(i))
+        task = self.view.tasks[i]
+        conds = [self.wait_holds(i, c, t) for c, t in task.waits]
+        if i in self.view.queue_prev:
+            conds.append(self.ended_before(self.view.queue_prev[i], i))
+        if conds:
+            self.solver.add(z3.Implies(self.started(i), z3.And(conds)))
 
     def check(self, goal: z3.BoolRef) -> z3.ModelRef | None:
         """Is ``goal`` reachable? The model if so, else None (UNSAT: a proof)."""

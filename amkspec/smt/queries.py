@@ -59,6 +59,9 @@ class Prover:
         self.view: ProgramView = build_view(prog)
         self.enc = Encoding(self.view)
         self.buffer_names = {b.id: b.name for b in prog.buffers}
+        self.reads_of: dict[int, list[ReadObligation]] = {}
+        for o in self.view.reads:
+            self.reads_of.setdefault(o.reader, []).append(o)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _name(self, i: int) -> str:
@@ -86,8 +89,8 @@ class Prover:
         allowed = None if writers is None else set(writers)
         pairs = [
             (o, w)
-            for o in self.view.reads
-            if o.reader == reader and buffer in (None, o.buffer)
+            for o in self.reads_of.get(reader, [])
+            if buffer in (None, o.buffer)
             for w in o.writers
             if allowed is None or w in allowed
         ]
@@ -384,7 +387,7 @@ class Prover:
     def prove_all(self) -> list[QueryResult]:
         """Every query of the program: all UNSAT is a per-program proof of spec §3."""
         results = [self.cycle(), self.deadlock()]
-        results += [self.read_race(r) for r in sorted({o.reader for o in self.view.reads})]
+        results += [self.read_race(r) for r in sorted(self.reads_of)]
         results += [self.write_race(p) for p in self.view.writer_pairs]
         results += [self.page_clobber(s) for s in self.view.page_shares]
         return results

@@ -103,6 +103,9 @@ class SymbolicProgram:
         n, f = self.n, self.facts
         for i in range(n):
             f.append(z3.PbEq([(x, 1) for x in self.prod[i]], 1))
+            # Counter names are interchangeable: number them by first producer, so task i
+            # signals one of the counters 0..i (symmetry breaking; every program has this form).
+            f.extend(z3.Not(self.prod[i][c]) for c in range(i + 1, n))
             f.append(z3.And(self.sm[i] >= -1, self.sm[i] < n) if sms else self.sm[i] == -1)
             f.append(z3.And(self.lo[i] >= 0, self.lo[i] < self.hi[i], self.hi[i] <= n))
             f.extend(z3.And(self.thr[i][c] >= 1, self.thr[i][c] <= n) for c in range(n))

@@ -53,8 +53,8 @@ class ReferenceVM:
     one launch under ``policy`` and returns ``{buffer name: tensor}`` for every
     IO_OUTPUT and KV_CACHE buffer. Without ``kv`` the caches continue from this VM's
     previous launch (zeros on the first); ``kv`` replaces them by name. ``last_stats``
-    describes the last launch. ``_unsafe_skip_validation`` exists for tests that
-    replay races on programs the validator rightly rejects.
+    describes the last launch. ``_unsafe_skip_validation`` exists only to replay witnesses
+    (:func:`amkspec.vm.replay_trace`) and for tests, on programs the validator rightly rejects.
     """
 
     def __init__(
@@ -73,7 +73,6 @@ class ReferenceVM:
         self.plan = Plan.build(program)
         self.last_stats: RunStats | None = None
         self._written = set(writers_by_buffer(program))
-        self._kv_names = [b.name for b in program.buffers if b.kind is BufferKind.KV_CACHE]
         self._kv: dict[str, Tensor] = {}
 
     def reset(self) -> None:
@@ -161,7 +160,7 @@ class ReferenceVM:
     def _replay(self, bound: dict[int, Tensor], policy: Replay) -> RunStats:
         tasks = self.program.tasks
         fns = [OP_SEMANTICS[t.op] for t in tasks]
-        self._operands(bound)
+        self._operands(bound)  # a task naming an undeclared buffer fails here, before any event
 
         def run_task(pos: int, ins: list[Tensor], outs: list[Tensor]) -> None:
             try:

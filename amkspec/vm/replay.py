@@ -38,8 +38,8 @@ RunTask = Callable[[int, list[Tensor], list[Tensor]], None]
 class ReadRecord:
     """Task ``reader`` read ``buffer`` at its start; ``complete``/``pending`` are the other writers
     of that buffer that had / had not ended; ``clobbered_by`` is the task that last wrote another
-    buffer sharing its page; ``unwritten`` says no task writes this transient buffer at all.
-    ``seen`` is the value read when the read was stale."""
+    buffer sharing its page, or was writing one as the read began; ``unwritten`` says no task
+    writes this transient buffer at all. ``seen`` is the value read when the read was stale."""
 
     reader: int
     buffer: int
@@ -216,12 +216,22 @@ class ShadowReplay:
             others = [w for w in writers if w != pos]
             done = tuple(tasks[w].id for w in others if self.ended[w])
             pending = tuple(tasks[w].id for w in others if not self.ended[w])
-            last = self.page_last.get(self.page_of[b]) if b in self.page_of else None
-            clobber = last[1] if last is not None and last[0] != b else None
+            clobber = self._clobber(b)
             unwritten = not writers and b in self.fresh
             stale = bool(pending) or clobber is not None or unwritten
             seen = self.bound[b].clone() if stale else None
             self.report.reads.append(ReadRecord(tasks[pos].id, b, done, pending, clobber, unwritten, seen))
+
+    def _clobber(self, b: int) -> int | None:
+        """The task that overwrote (or is overwriting) ``b``'s page through another buffer, if any."""
+        page = self.page_of.get(b)
+        if page is None:
+            return None
+        for pos in self.in_flight:
+            if any(ob != b and self.page_of.get(ob) == page for ob, _, _ in self.pending[pos]):
+                return self.plan.program.tasks[pos].id
+        last = self.page_last.get(page)
+        return last[1] if last is not None and last[0] != b else None
 
     def _record_conflicts(self, pos: int) -> None:
         tasks = self.plan.program.tasks

@@ -5,11 +5,20 @@ agree with brute force, and its SM-queue verdict agrees with executing the queue
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from amkspec.ir import FormatError, InstructionKind, MegakernelProgram, ProgramBuilder, VersionError, loads
+from amkspec.ir import (
+    FormatError,
+    InstructionKind,
+    MegakernelProgram,
+    ProgramBuilder,
+    VersionError,
+    Wait,
+    loads,
+)
 from amkspec.proofs import validate
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.reach import Reachability
@@ -117,3 +126,61 @@ def _runs_to_completion(prog: MegakernelProgram) -> bool:
 def test_sm_queue_verdict_matches_execution(prog: MegakernelProgram) -> None:
     result = validate(prog)
     assert result.ok is _runs_to_completion(prog), result.report()
+
+
+def _mutate_init(prog: MegakernelProgram, pick: int) -> str | None:
+    prog.counters[pick % len(prog.counters)].init = 1
+    return "S103"
+
+
+def _mutate_threshold_zero(prog: MegakernelProgram, pick: int) -> str | None:
+    waiting = [t for t in prog.tasks if t.waits]
+    if not waiting:
+        return None
+    waiting[pick % len(waiting)].waits[0].threshold = 0
+    return "S108"
+
+
+def _mutate_self_wait(prog: MegakernelProgram, pick: int) -> str | None:
+    task = prog.tasks[pick % len(prog.tasks)]
+    task.waits.append(Wait(task.out_counter, 1))
+    return "D203"
+
+
+def _mutate_threshold_high(prog: MegakernelProgram, pick: int) -> str | None:
+    waiting = [t for t in prog.tasks if t.waits]
+    if not waiting:
+        return None
+    wait = waiting[pick % len(waiting)].waits[0]
+    wait.threshold = sum(1 for t in prog.tasks if t.out_counter == wait.counter) + 1
+    return "D202"
+
+
+def _mutate_drop_waits(prog: MegakernelProgram, pick: int) -> str | None:
+    """A reader of a buffer written by another task loses all its waits: it races."""
+    writers = {b: t.id for t in prog.tasks for b in t.outputs}
+    readers = [t for t in prog.tasks if any(writers.get(b, t.id) != t.id for b in t.inputs)]
+    if not readers:
+        return None
+    readers[pick % len(readers)].waits = []
+    return "R3"
+
+
+MUTATORS = [
+    _mutate_init,
+    _mutate_threshold_zero,
+    _mutate_self_wait,
+    _mutate_threshold_high,
+    _mutate_drop_waits,
+]
+
+
+@given(valid_programs(max_tasks=12), st.sampled_from(MUTATORS), st.integers(0, 1000))
+def test_single_mutations_of_valid_programs_are_rejected_with_their_code(
+    prog: MegakernelProgram, mutate: Callable[[MegakernelProgram, int], str | None], pick: int
+) -> None:
+    expected = mutate(prog, pick)
+    if expected is None:
+        return
+    result = validate(prog)
+    assert not result.ok and any(code.startswith(expected) for code in result.codes), result.report()

@@ -118,3 +118,9 @@ def test_dequant_op_with_levels_and_zeros() -> None:
     out = run(K.DEQUANT, [q, torch.tensor([[0.1, 0.2]]), torch.tensor([[10.0, 20.0]])], torch.zeros(1, 4),
               qdtype=6, group=2)
     np.testing.assert_allclose(out.numpy(), [[0.0, 1.0, 2.0, 4.0]], rtol=1e-6)
+
+
+def test_dequant_op_reads_unpacked_levels_as_given_even_with_qdtype_4bit() -> None:
+    q = torch.tensor([[-8, 7, 0, 3]], dtype=torch.int8)
+    out = run(K.DEQUANT, [q, torch.tensor([[0.5]])], torch.zeros(1, 4), qdtype=7, group=4)
+    assert out.tolist() == [[-4.0, 3.5, 0.0, 1.5]]

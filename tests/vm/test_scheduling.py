@@ -95,3 +95,15 @@ def test_any_policy_gives_the_same_numbers_on_a_valid_program(seed: int) -> None
     listed = ReferenceVM(program).run({}, x)
     shuffled = ReferenceVM(program, policy=SeededRandom(seed)).run({}, x)
     assert torch.equal(listed["z"], shuffled["z"]) and torch.equal(listed["z"], 6 * x["x"])
+
+
+def test_counters_reset_and_the_collector_is_restored_after_every_launch() -> None:
+    import gc
+
+    vm = ReferenceVM(chain())
+    orders = []
+    for _ in range(2):
+        vm.run({}, {"x": [[1.0, 2.0, 3.0, 4.0]]})
+        assert vm.last_stats is not None and gc.isenabled()
+        orders.append(vm.last_stats.order)
+    assert orders == [[0, 1], [0, 1]]

@@ -93,3 +93,10 @@ def test_z3_witnesses_show_their_violation_on_the_vm() -> None:
                 shown[witness.kind] = not report.clean
     kinds = ("read-race", "kv-race", "write-race", "unwritten-read", "page-clobber")
     assert shown == dict.fromkeys(kinds, True)
+
+
+def test_a_page_write_in_flight_during_a_read_is_a_clobber() -> None:
+    program = paged_pair(reuse_after_read=False)
+    result = replay_trace(program, _trace("s0", "e0", "s2", "s1", "e2", "e1"), inputs=X)
+    (stale,) = result.report.stale_reads
+    assert (stale.reader, stale.clobbered_by) == (1, 2)
