@@ -31,6 +31,8 @@ _LAZY = {
     "ReferenceVM": "amkspec.vm",
     "RefusedProgram": "amkspec.vm",
     "DeadlockError": "amkspec.vm",
+    "BindingError": "amkspec.vm",
+    "ExecutionError": "amkspec.vm",
 }
 
 
@@ -43,7 +45,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BindingError",
     "DeadlockError",
+    "ExecutionError",
     "FormatError",
     "MegakernelProgram",
     "ReferenceVM",

@@ -276,7 +276,7 @@ def valid_programs(
     if with_target is None:
         with_target = draw(st.booleans())
     target = draw(st.sampled_from(sorted(TARGETS))) if with_target or assign_sms else None
-    gpu = copy.deepcopy(TARGETS[target]) if target is not None else None
+    gpu = TARGETS[target] if target is not None else None
     if assign_sms:
         assert gpu is not None
         sms = min(gpu.num_sms, 4)
@@ -435,7 +435,7 @@ def arbitrary_programs(draw: Draw, max_tasks: int = 12, max_buffers: int = 12) -
     name = draw(_TARGET_NAMES)
     return MegakernelProgram(
         meta=draw(_META),
-        target=copy.deepcopy(TARGETS[name]) if name is not None else None,
+        target=TARGETS[name] if name is not None else None,
         buffers=buffers,
         counters=counters,
         tasks=tasks,

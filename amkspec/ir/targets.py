@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any
 
 import attrs
@@ -51,9 +53,38 @@ _GIB = 1 << 30
 _MIB = 1 << 20
 _SPEC = "Spec-sheet figures; measured_bw_gbs is 0 where no measurement exists."
 
-TARGETS: dict[str, GpuTarget] = {
-    t.name: t
-    for t in (
+class TargetRegistry(MutableMapping[str, GpuTarget]):
+    """Target name → :class:`GpuTarget` (spec §5.1).
+
+    Every lookup returns a fresh copy, so a program that edits its ``target`` (a note, a
+    measured bandwidth) never changes the registry or another program's target. Add a chip
+    with ``TARGETS[name] = record``; the registry keeps its own copy.
+    """
+
+    def __init__(self, records: Iterable[GpuTarget]) -> None:
+        self._records = {t.name: t for t in records}
+
+    def __getitem__(self, name: str) -> GpuTarget:
+        return copy.deepcopy(self._records[name])
+
+    def __setitem__(self, name: str, target: GpuTarget) -> None:
+        self._records[name] = copy.deepcopy(target)
+
+    def __delitem__(self, name: str) -> None:
+        del self._records[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __repr__(self) -> str:
+        return f"TargetRegistry({list(self._records)})"
+
+
+TARGETS = TargetRegistry(
+    (
         GpuTarget("rtx5090", 120, 82, 102400, 101376, 65536, 2048, 255, 64 * _MIB, 24 * _GIB,
                   896.0, 210.0, 1.597, True, True, 731.0,
                   "Blackwell laptop GB203 behind WDDM; measured_bw_gbs is a D2D-copy median."),
@@ -72,5 +103,5 @@ TARGETS: dict[str, GpuTarget] = {
         GpuTarget("l40s", 89, 142, 102400, 101376, 65536, 1536, 255, 96 * _MIB, 48 * _GIB,
                   864.0, 362.0, 2.52, True, False, 0.0, _SPEC),
     )
-}
+)
 """The eight built-in targets."""

@@ -56,3 +56,19 @@ def test_a_target_is_data() -> None:
     defaults = (t.clock_ghz, t.supports_cooperative, t.wddm_tdr, t.measured_bw_gbs, t.note)
     assert defaults == (0.0, True, False, 0.0, "")
     assert t.bandwidth_bound_us(10**6) == pytest.approx(1.0)
+
+
+def test_editing_a_programs_target_never_changes_the_registry() -> None:
+    mine = TARGETS["rtx5090"]
+    mine.note = "edited"
+    mine.extra["x"] = 1
+    assert TARGETS["rtx5090"].note != "edited"
+    assert TARGETS["rtx5090"].extra == {}
+    TARGETS["mine"] = mine
+    mine.num_sms = 1
+    try:
+        assert TARGETS["mine"].num_sms == 82
+        assert "mine" in TARGETS and len(TARGETS) == 9
+    finally:
+        del TARGETS["mine"]
+    assert sorted(TARGETS) == sorted(EXPECTED)

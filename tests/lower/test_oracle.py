@@ -12,6 +12,7 @@ from amkspec.ir import DType, InstructionKind, ScheduleConfig
 from amkspec.lower import lower
 from amkspec.lower.decode import greedy_decode, step_inputs
 from amkspec.models import TOY, TOY_2L, EagerDecoder, compare_logits, make_weights
+from amkspec.models.oracle import TOLERANCES
 from amkspec.vm import ReferenceVM, SeededRandom
 from tests.conftest import FIXTURES
 
@@ -76,8 +77,22 @@ def test_one_launch_at_any_position_agrees(name: str, tokens: list[int], dtype: 
     pos = len(tokens) - 1
     prog = lower("toy-2L", "rtx5090", CONFIGS[name], pos=pos, dtype=dtype)
     out = ReferenceVM(prog).run(W2, step_inputs(pos, tokens[-1:]), kv)
-    check = compare_logits(out["logits"], eager.step(tokens[-1:]), dtype)
-    assert check.passed, check
+    ref = eager.step(tokens[-1:])
+    check = compare_logits(out["logits"], ref, dtype)
+    assert check.passed or _near_tie(out["logits"], ref, dtype), check
+
+
+def _near_tie(test: torch.Tensor, ref: torch.Tensor, dtype: DType) -> bool:
+    """Values within tolerance, and the two argmaxes are a tie at that tolerance in the eager logits.
+
+    In F16/BF16 two logits one rounding step apart may swap places between two correct evaluation
+    orders (the reference op multiplies RMSNorm's weight before the cast, the eager model after).
+    """
+    atol, rtol = TOLERANCES[dtype]
+    t, r = test.float().reshape(-1), ref.float().reshape(-1)
+    a, b = int(t.argmax()), int(r.argmax())
+    within = bool(torch.allclose(t, r, atol=atol, rtol=rtol))
+    return dtype is not DType.F32 and within and float(r[b] - r[a]) <= atol + rtol * abs(float(r[b]))
 
 
 @pytest.mark.parametrize("pos", [16, 40, 100])
