@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
+from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
 from amkspec.proofs import validate
 from amkspec.proofs.memory import check_memory_safety
 
@@ -26,17 +26,22 @@ HIDDEN, INTER = 64, 256
 
 
 def layered_program(n_tasks: int, tiles: int = 4) -> MegakernelProgram:
-    """Layers of RMSNORM, gate/up/down GEMV tiles, SILU_MUL and a residual ADD (~``n_tasks`` tasks)."""
+    """Layers of RMSNORM, gate/up/down GEMV tiles, SILU_MUL and a residual ADD (~``n_tasks`` tasks).
+
+    Waits are written out (``Wait(counter, producers)``) rather than with ``ProgramBuilder.join``,
+    which counts producers by scanning every task added so far.
+    """
     b = ProgramBuilder()
     op, act, wt = InstructionKind, BufferKind.ACTIVATION, BufferKind.WEIGHT
     resid = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, HIDDEN))
-    ready: list = []
+    ready: list[Wait] = []
     layer = 0
     while len(b.tasks) < n_tasks:
         norm_w = b.new_buffer(f"L{layer}.norm", wt, DType.F32, (HIDDEN,))
         normed = b.new_buffer(f"L{layer}.n", act, DType.F32, (1, HIDDEN))
         norm = b.add_task(op.RMSNORM, [resid, norm_w], [normed], waits=ready,
                           params={"eps": 1e-6, "hidden": HIDDEN})
+        after_norm = [Wait(b.tasks[norm].out_counter, 1)]
         halves = []
         for name in ("gate", "up"):
             w = b.new_buffer(f"L{layer}.{name}.w", wt, DType.F32, (INTER, HIDDEN))
@@ -44,22 +49,23 @@ def layered_program(n_tasks: int, tiles: int = 4) -> MegakernelProgram:
             c = b.new_counter(name)
             for t in range(tiles):
                 width = INTER // tiles
-                b.add_task(op.GEMV_TILE, [normed, w], [out], out_counter=c, waits=[b.after(norm)],
+                b.add_task(op.GEMV_TILE, [normed, w], [out], out_counter=c, waits=after_norm,
                            params={"K": HIDDEN, "N_tile": width, "n_off": t * width})
-            halves.append((out, b.join(c)))
+            halves.append((out, Wait(c, tiles)))
         mixed = b.new_buffer(f"L{layer}.act", act, DType.F32, (1, INTER))
         swiglu = b.add_task(op.SILU_MUL, [halves[0][0], halves[1][0]], [mixed], waits=[w for _, w in halves])
+        after_swiglu = [Wait(b.tasks[swiglu].out_counter, 1)]
         down_w = b.new_buffer(f"L{layer}.down.w", wt, DType.F32, (HIDDEN, INTER))
         down = b.new_buffer(f"L{layer}.d", act, DType.F32, (1, HIDDEN))
         c = b.new_counter("down")
         for t in range(tiles):
             width = HIDDEN // tiles
-            b.add_task(op.GEMV_TILE, [mixed, down_w], [down], out_counter=c, waits=[b.after(swiglu)],
+            b.add_task(op.GEMV_TILE, [mixed, down_w], [down], out_counter=c, waits=after_swiglu,
                        params={"K": INTER, "N_tile": width, "n_off": t * width})
         kind = BufferKind.IO_OUTPUT if len(b.tasks) + 1 >= n_tasks else act
         summed = b.new_buffer(f"L{layer}.h", kind, DType.F32, (1, HIDDEN))
-        add = b.add_task(op.ADD, [resid, down], [summed], waits=[*ready, b.join(c)])
-        resid, ready, layer = summed, [b.after(add)], layer + 1
+        add = b.add_task(op.ADD, [resid, down], [summed], waits=[*ready, Wait(c, tiles)])
+        resid, ready, layer = summed, [Wait(b.tasks[add].out_counter, 1)], layer + 1
     return b.build(meta={"model": "benchmarks/memory.py"})
 
 

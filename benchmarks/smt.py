@@ -76,7 +76,7 @@ def proof(n: int) -> Callable[[], object]:
 def crosscheck(count: int) -> None:
     from hypothesis import HealthCheck, given, settings
 
-    from tests.smt.oracles import TALLY
+    from tests.smt.oracles import BY_CODE, TALLY
     from tests.smt.oracles import crosscheck as check
     from tests.smt.programs import mutated_valid_programs, sync_programs
 
@@ -102,6 +102,7 @@ def crosscheck(count: int) -> None:
     random_programs()
     mutations()
     print(f"cross-check of {2 * count} programs in {time.perf_counter() - t0:.1f} s: {dict(TALLY)}")
+    print("findings by code and status:", ", ".join(f"{k}: {v}" for k, v in sorted(BY_CODE.items())))
 
 
 def main() -> None:

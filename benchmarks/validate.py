@@ -37,6 +37,7 @@ from amkspec.ir import (
     InstructionKind,
     MegakernelProgram,
     ProgramBuilder,
+    Wait,
 )
 from amkspec.proofs import validate
 
@@ -55,7 +56,7 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
     h = b.new_buffer("h0", BufferKind.ACTIVATION, f32, (1, HIDDEN))
     b.add_task(K.EMBED, [idx, table], [h], params={"hidden": HIDDEN}, label="embed")
     del x
-    h_wait = b.after(0)
+    h_wait = Wait(b.tasks[0].out_counter, 1)  # the builder's join() scans every task: O(n) per call
     per_layer = 2 * tiles + 3
     layer = 0
     while len(b.tasks) + per_layer + 1 <= max(n_tasks, per_layer + 2):
@@ -80,12 +81,12 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
                 [normed, gw],
                 [gate],
                 out_counter=gc,
-                waits=[b.after(t)],
+                waits=[Wait(b.tasks[t].out_counter, 1)],
                 params={"K": HIDDEN, "N_tile": n_tile, "n_off": i * n_tile},
                 label=f"{p}gate[t{i}]",
             )
         act = b.new_buffer(p + "act", BufferKind.ACTIVATION, f32, (1, wide))
-        a = b.add_task(K.SILU_MUL, [gate, gate], [act], waits=[b.join(gc)], label=p + "act")
+        a = b.add_task(K.SILU_MUL, [gate, gate], [act], waits=[Wait(gc, tiles)], label=p + "act")
         dw = b.new_buffer(p + "down.w", BufferKind.WEIGHT, f32, (HIDDEN, wide))
         down = b.new_buffer(p + "down", BufferKind.ACTIVATION, f32, (1, HIDDEN))
         dc = b.new_counter(p + "down")
@@ -96,13 +97,13 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
                 [act, dw],
                 [down],
                 out_counter=dc,
-                waits=[b.after(a)],
+                waits=[Wait(b.tasks[a].out_counter, 1)],
                 params={"K": wide, "N_tile": d_tile, "n_off": i * d_tile},
                 label=f"{p}down[t{i}]",
             )
         h_next = b.new_buffer(f"h{layer + 1}", BufferKind.ACTIVATION, f32, (1, HIDDEN))
-        r = b.add_task(K.ADD, [h, down], [h_next], waits=[b.join(dc)], label=p + "residual")
-        h, h_wait, layer = h_next, b.after(r), layer + 1
+        r = b.add_task(K.ADD, [h, down], [h_next], waits=[Wait(dc, tiles)], label=p + "residual")
+        h, h_wait, layer = h_next, Wait(b.tasks[r].out_counter, 1), layer + 1
     out = b.new_buffer("out", BufferKind.IO_OUTPUT, f32, (1, HIDDEN))
     b.add_task(K.COPY, [h], [out], waits=[h_wait], label="out")
     target = TARGETS["h100"]

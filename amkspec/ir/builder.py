@@ -35,6 +35,7 @@ class ProgramBuilder:
         self.buffers: list[Buffer] = []
         self.counters: list[Counter] = []
         self.tasks: list[Task] = []
+        self._producers: dict[int, int] = {}
 
     def new_buffer(
         self,
@@ -86,12 +87,13 @@ class ProgramBuilder:
             label=label,
         )
         self.tasks.append(task)
+        self._producers[out_counter] = self._producers.get(out_counter, 0) + 1
         return task.id
 
     def join(self, counter: int) -> Wait:
-        """A wait for every producer of ``counter`` added so far (the all-join of spec §3.2)."""
-        n = sum(1 for t in self.tasks if t.out_counter == counter)
-        return Wait(counter, n)
+        """A wait for every producer of ``counter`` added so far through :meth:`add_task`
+        (the all-join of spec §3.2)."""
+        return Wait(counter, self._producers.get(counter, 0))
 
     def after(self, task_id: int) -> Wait:
         """A wait that orders after the given task (a join on its out_counter)."""

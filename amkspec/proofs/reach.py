@@ -59,7 +59,7 @@ class Reachability:
         chunk: list[int] = []
         chunk_hi = -1
         for s in sorted(pending, key=rank.__getitem__):
-            if chunk and (rank[s] > chunk_hi or len(chunk) >= CHUNK):
+            if chunk and (rank[s] >= chunk_hi or len(chunk) >= CHUNK):
                 yes.update(self._propagate(chunk, pending))
                 chunk, chunk_hi = [], -1
             chunk.append(s)

@@ -33,15 +33,17 @@ class Encoding:
 
     def __init__(self, view: ProgramView) -> None:
         self.view = view
-        self.solver = z3.Solver()
+        self.ctx = z3.Context()
+        """A context of its own: solvers sharing the global one slow each other down."""
+        self.solver = z3.Solver(ctx=self.ctx)
         self._s: dict[int, z3.ArithRef] = {}
         self._e: dict[int, z3.ArithRef] = {}
         self.encoded: set[int] = set()
 
     def start(self, i: int) -> z3.ArithRef:
         if i not in self._s:
-            self._s[i] = z3.Int(f"s{i}")
-            self._e[i] = z3.Int(f"e{i}")
+            self._s[i] = z3.Int(f"s{i}", self.ctx)
+            self._e[i] = z3.Int(f"e{i}", self.ctx)
         return self._s[i]
 
     def end(self, i: int) -> z3.ArithRef:
@@ -62,9 +64,9 @@ class Encoding:
         """The wait ``(counter, threshold)`` of task ``i`` holds when ``i`` starts."""
         prods = self.view.producers.get(counter, [])
         if threshold <= 0:
-            return z3.BoolVal(True)
+            return z3.BoolVal(True, self.ctx)
         if len(prods) < threshold:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, self.ctx)
         if len(prods) == threshold:
             return z3.And([self.ended_before(p, i) for p in prods])
         return z3.PbGe([(self.ended_before(p, i), 1) for p in prods], threshold)

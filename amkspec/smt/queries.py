@@ -251,9 +251,9 @@ class Prover:
     def _unmet(self, c: int, t: int) -> z3.BoolRef:
         prods = self.view.producers.get(c, [])
         if t <= 0:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, self.enc.ctx)
         if len(prods) < t:
-            return z3.BoolVal(True)
+            return z3.BoolVal(True, self.enc.ctx)
         if len(prods) == t:
             return z3.Or([z3.Not(self.enc.ended(p)) for p in prods])
         return z3.Not(z3.PbGe([(self.enc.ended(p), 1) for p in prods], t))
@@ -269,7 +269,7 @@ class Prover:
             if i in view.queue_prev:
                 blocked.append(z3.Not(enc.ended(view.queue_prev[i])))
             goal.append(z3.Implies(enc.started(i), enc.ended(i)))
-            goal.append(z3.Or(enc.started(i), z3.Or(blocked) if blocked else z3.BoolVal(False)))
+            goal.append(z3.Or(enc.started(i), z3.Or(blocked) if blocked else z3.BoolVal(False, self.enc.ctx)))
         goal.append(
             z3.Not(enc.ended(task)) if task is not None else z3.Or([z3.Not(enc.ended(i)) for i in scope])
         )
@@ -350,8 +350,8 @@ class Prover:
             for i, es in self.succ_edges().items()
             if scope is None or i in scope
         }
-        member = {i: z3.Bool(f"in{i}") for i in succ}
-        goal = [z3.Or(list(member.values()))] if member else [z3.BoolVal(False)]
+        member = {i: z3.Bool(f"in{i}", self.enc.ctx) for i in succ}
+        goal = [z3.Or(list(member.values()))] if member else [z3.BoolVal(False, self.enc.ctx)]
         goal += [
             z3.Implies(member[i], z3.Or([member[j] for j, _ in es])) if es else z3.Not(member[i])
             for i, es in succ.items()

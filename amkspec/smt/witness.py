@@ -11,9 +11,15 @@ involved and a trace of ``start``/``end`` events. Its JSON form
      "tasks": [ids], "buffers": [ids], "counters": [ids],
      "roles": {"reader": id, "writer": id, ...},
      "events": [{"event": "start"|"end", "task": id, "counters": {"<cid>": value}}, ...],
-      "blocked": [{"task": id, "waits": [{"counter", "threshold", "value"}],
+     "blocked": [{"task": id, "waits": [{"counter", "threshold", "value"}],
                   "queue_predecessor": id | null}],   # deadlock
      "cycle": [{"from": id, "to": id, "via": "counter <c>" | "sm <s> queue"}]}   # cycle
+
+``roles`` by kind: read-race/kv-race ``reader``, ``writer``, ``buffer``;
+unwritten-read ``reader``, ``buffer``; write-race ``first``, ``second``,
+``buffer``; page-clobber ``writer`` and ``reader`` (of ``buffer``),
+``clobberer`` (writes ``other`` on the same ``page``); deadlock ``task`` when
+the query targeted one task.
 
 ``counters`` on an event gives the counter values right after it: for an
 ``end``, the task's out_counter after its increment; for a ``start``, every

@@ -14,10 +14,10 @@ def _escape(text: str) -> str:
 
 
 def diagnostic_codes() -> Table:
-    """Every registered diagnostic code of every family (validator and memory safety)."""
+    """Every registered diagnostic code of every family, in family order S, D, R, M, O."""
     rows = [
         [f"``{info.code}``", info.family.value, info.clause, info.severity.value, _escape(info.summary)]
-        for info in sorted(CODES.values(), key=lambda i: i.code)
+        for info in sorted(CODES.values(), key=lambda i: ("SDRMO".find(i.code[0]), i.code))
     ]
     return ["Code", "Family", "Clause", "Severity", "Meaning"], rows
 

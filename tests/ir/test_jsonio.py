@@ -261,3 +261,19 @@ def test_broken_but_representable_programs_load() -> None:
     assert prog.tasks[2].id == 77
     assert prog.tasks[4].params["K"] is True
     assert prog.topological_order() is None
+
+
+def test_the_garbage_collector_is_restored_after_loading_and_dumping() -> None:
+    import gc
+
+    assert gc.isenabled()
+    dumps(loads(_text(ORIGINAL_JSON[0])))
+    with pytest.raises(FormatError):
+        loads("{")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        loads(_text(ORIGINAL_JSON[0]))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -20,6 +20,9 @@ from amkspec.smt.explain import explain
 TALLY: Counter[str] = Counter()
 """Counts over a test session: accepted, rejected, witnessed and rule-only rejections."""
 
+BY_CODE: Counter[str] = Counter()
+"""Findings by code and status ("R306 rule-only": 12, ...)."""
+
 
 def crosscheck(prog: MegakernelProgram, model_check: bool = True) -> None:
     errors = [d for d in validate(prog).diagnostics if d.severity is Severity.ERROR]
@@ -38,6 +41,7 @@ def crosscheck(prog: MegakernelProgram, model_check: bool = True) -> None:
         labelled = explain(prog)
         TALLY["witnessed findings"] += labelled.witnessed
         TALLY["rule-only findings"] += labelled.rule_only
+        BY_CODE.update(f"{f.code} {f.status}" for f in labelled.findings)
     if witnessed:
         assert errors, f"validate() accepts but Z3 found {witnessed[0].witness}"
     if not model_check:

@@ -1,0 +1,97 @@
+"""Benchmark of the JSON format (spec §6): load and dump medians at 1k/10k/100k tasks.
+
+Run: ``cd /work/main && python3 benchmarks/jsonio.py [--repeat N] [--sizes 1000,10000,100000]``.
+
+Each program is a chain of GEMV tiles and residual adds (every task has a wait, params and a
+label, so every record type is exercised). Printed per size: the median seconds of
+``amkspec.loads`` and ``amkspec.dumps``, and their ratio to the standard library alone on the
+same text (``json.loads`` and ``json.dumps(indent=2)``), i.e. the price of typed records with
+path-naming errors and of the canonical writer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from amkspec.ir import (
+    TARGETS,
+    BufferKind,
+    DType,
+    InstructionKind,
+    MegakernelProgram,
+    ProgramBuilder,
+    dumps,
+    loads,
+    to_dict,
+)
+
+WIDTH = 64
+TILES = 4
+
+
+def chain_program(n_tasks: int) -> MegakernelProgram:
+    """About ``n_tasks`` tasks: per step ``TILES`` GEMV tiles under one counter, then an ADD."""
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, WIDTH))
+    w = b.new_buffer("w", BufferKind.WEIGHT, DType.F32, (WIDTH, WIDTH))
+    h, waits, step = x, [], 0
+    while len(b.tasks) + TILES + 2 <= n_tasks:
+        y = b.new_buffer(f"y{step}", BufferKind.ACTIVATION, DType.F32, (1, WIDTH))
+        c = b.new_counter(f"proj{step} ({TILES} tiles)")
+        n_tile = WIDTH // TILES
+        for i in range(TILES):
+            b.add_task(InstructionKind.GEMV_TILE, [h, w], [y], out_counter=c, waits=waits,
+                       params={"K": WIDTH, "N_tile": n_tile, "n_off": i * n_tile}, label=f"proj{step}[t{i}]")
+        out = b.new_buffer(f"h{step}", BufferKind.ACTIVATION, DType.F32, (1, WIDTH))
+        t = b.add_task(InstructionKind.ADD, [h, y], [out], waits=[*waits, b.join(c)], label=f"add{step}")
+        h, waits, step = out, [b.after(t)], step + 1
+    final = b.new_buffer("out", BufferKind.IO_OUTPUT, DType.F32, (1, WIDTH))
+    b.add_task(InstructionKind.COPY, [h], [final], waits=waits, label="out")
+    return b.build(meta={"model": "benchmarks.jsonio"}, target=TARGETS["h100"])
+
+
+def median_time(fn: Callable[[], object], repeat: int) -> float:
+    """Median wall time of ``repeat`` calls, in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure(size: int, repeat: int) -> str:
+    """One table row for a program of about ``size`` tasks."""
+    prog = chain_program(size)
+    text = dumps(prog)
+    doc = to_dict(prog)
+    load_s = median_time(lambda: loads(text), repeat)
+    json_load_s = median_time(lambda: json.loads(text), repeat)
+    dump_s = median_time(lambda: dumps(prog), repeat)
+    json_dump_s = median_time(lambda: json.dumps(doc, indent=2), repeat)
+    return (f"{len(prog.tasks):>8} {len(text) / 1e6:>6.1f} {load_s:>9.3f} {json_load_s:>13.3f} "
+            f"{load_s / json_load_s:>6.2f} {dump_s:>9.3f} {json_dump_s:>13.3f} "
+            f"{dump_s / json_dump_s:>6.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    args = parser.parse_args()
+    print(f"{'tasks':>8} {'MB':>6} {'loads s':>9} {'json.loads s':>13} {'ratio':>6} "
+          f"{'dumps s':>9} {'json.dumps s':>13} {'ratio':>6}")
+    for size in (int(s) for s in args.sizes.split(",")):
+        print(measure(size, args.repeat))
+
+
+if __name__ == "__main__":
+    main()
