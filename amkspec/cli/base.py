@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 import click
 
-from amkspec.ir import AmkspecError, MegakernelProgram, load
+from amkspec.ir import AmkspecError, FormatError, MegakernelProgram, VersionWarning, load
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -46,10 +47,24 @@ def clean_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def read_program(path: str) -> MegakernelProgram:
+    """Load a program (raising FormatError/VersionError); a newer-minor-version warning
+    becomes one ``warning:`` line on stderr instead of a Python warning."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", VersionWarning)
+        prog = load(path)
+    for w in caught:
+        if issubclass(w.category, VersionWarning):
+            click.echo(f"amkspec: warning: {path}: {w.message}", err=True)
+    return prog
+
+
 def load_program(path: str) -> MegakernelProgram:
-    """Load a program, naming the file in the error message."""
+    """:func:`read_program`, exiting with one error line (exit 2) when the file is unusable."""
     try:
-        return load(path)
+        return read_program(path)
+    except FormatError as exc:
+        fail(f"{path}: {exc.reason}" if exc.path == "(root)" else f"{path}: {exc}")
     except AmkspecError as exc:
         fail(f"{path}: {exc}")
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import click
 
 import amkspec
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, fail, main
-from amkspec.cli.ir_commands import read_program, verdict, verdict_line
+from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, fail, main, read_program
+from amkspec.cli.ir_commands import verdict, verdict_line
 from amkspec.ir import AmkspecError
 from amkspec.ir.summary import one_line
 

@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
 import click
 
-from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, main
-from amkspec.ir import AmkspecError, MegakernelProgram, VersionWarning, dumps, load
+from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.ir import MegakernelProgram, dumps
 from amkspec.ir.jsonio import read_bytes
 from amkspec.ir.schema import program_schema
 from amkspec.ir.summary import summarize
-
-
-def read_program(path: str) -> MegakernelProgram:
-    """Load a program (raising FormatError/VersionError); a newer-minor-version warning
-    becomes one ``warning:`` line on stderr instead of a Python warning."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", VersionWarning)
-        prog = load(path)
-    for w in caught:
-        if issubclass(w.category, VersionWarning):
-            click.echo(f"amkspec: warning: {path}: {w.message}", err=True)
-    return prog
-
-
-def load_quietly(path: str) -> MegakernelProgram:
-    """:func:`read_program`, exiting with one error line (exit 2) when the file is unusable."""
-    try:
-        return read_program(path)
-    except AmkspecError as exc:
-        fail(f"{path}: {exc}")
 
 
 def verdict(prog: MegakernelProgram) -> dict[str, Any]:
@@ -87,7 +66,7 @@ def info(file: str, as_json: bool) -> None:
 
     Exits 0 once the file loads (whatever the verdict), 2 if it cannot be loaded.
     """
-    prog = load_quietly(file)
+    prog = load_program(file)
     summary = summarize(prog)
     v = verdict(prog)
     if as_json:
@@ -120,7 +99,7 @@ def fmt(file: str, output: str | None, check: bool) -> None:
     Unknown fields are kept. With --check, a file is canonical when its text equals the
     canonical text, with or without the final newline.
     """
-    prog = load_quietly(file)
+    prog = load_program(file)
     text = canonical_text(prog)
     if check:
         if _read_text(file) not in (text, text[:-1]):

@@ -394,7 +394,7 @@ def load(path: str | os.PathLike[str]) -> MegakernelProgram:
     try:
         data = read_bytes(path)
     except OSError as exc:
-        raise FormatError("(root)", f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
+        raise FormatError("(root)", f"cannot read the file: {exc.strerror or exc}") from None
     return loads(data)
 
 
