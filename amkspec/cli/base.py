@@ -11,6 +11,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from amkspec import __version__
 from amkspec.ir import AmkspecError, FormatError, MegakernelProgram, VersionWarning, load
 
 EXIT_OK = 0
@@ -20,8 +21,23 @@ EXIT_UNUSABLE = 2
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="amkspec")
+class OneLineErrors(click.Group):
+    """A click group whose usage errors are one line on stderr with exit code 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs.pop("standalone_mode", None)
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            fail(f"{exc.format_message()} (see 'amkspec --help')", exc.exit_code)
+        except click.Abort:
+            fail("aborted", EXIT_REJECTED)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=__version__, prog_name="amkspec")
 def main() -> None:
     """amkspec: load, validate, prove, run and certify AMK megakernel programs."""
 
