@@ -24,10 +24,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 class OneLineErrors(click.Group):
     """A click group whose usage errors are one line on stderr with exit code 2."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        kwargs.pop("standalone_mode", None)
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(*args, **kwargs)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
