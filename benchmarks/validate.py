@@ -207,7 +207,7 @@ def main() -> None:
     ours = median_time(lambda: validate(prog), args.repeat)
     base = median_time(lambda: baseline_validate(prog), max(1, args.repeat // 2))
     print(
-        f"8000-task program: amkspec {ours * 1e3:.1f} ms, ancestor-set baseline {base * 1e3:.1f} ms, "
+        f"8000-task program (CPU): amkspec {ours * 1e3:.1f} ms, ancestor-set baseline {base * 1e3:.1f} ms, "
         f"throughput ratio {base / ours:.1f}x"
     )
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CASES, Implementation, case_files, load_case
+from runner import CASES, Implementation, case_files, load_case
 
 from amkspec.proofs.diagnostics import CODES
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import subprocess
 import sys
 from types import ModuleType
 
@@ -143,3 +144,12 @@ def test_report_groups_by_spec_section() -> None:
     assert data["verdict"] == "rejected" and data["codes"] == ["S103", "R301", "O502"]
     assert [d["code"] for d in data["diagnostics"]] == data["codes"]
     assert result.errors[0].startswith("S103 counter 0 has init 1")
+
+
+def test_validator_needs_neither_torch_nor_z3() -> None:
+    code = (
+        "import sys, amkspec; amkspec.validate(amkspec.MegakernelProgram()); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'z3')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
