@@ -50,13 +50,12 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
     b = ProgramBuilder()
     f32 = DType.F32
     wide = HIDDEN * tiles // 4
-    x = b.new_buffer("x", BufferKind.IO_INPUT, f32, (1, HIDDEN))
+    b.new_buffer("x", BufferKind.IO_INPUT, f32, (1, HIDDEN))
     table = b.new_buffer("table", BufferKind.WEIGHT, f32, (1, HIDDEN))
     idx = b.new_buffer("idx", BufferKind.IO_INPUT, DType.I32, (1,))
     h = b.new_buffer("h0", BufferKind.ACTIVATION, f32, (1, HIDDEN))
     b.add_task(K.EMBED, [idx, table], [h], params={"hidden": HIDDEN}, label="embed")
-    del x
-    h_wait = Wait(b.tasks[0].out_counter, 1)  # the builder's join() scans every task: O(n) per call
+    h_wait = b.after(0)
     per_layer = 2 * tiles + 3
     layer = 0
     while len(b.tasks) + per_layer + 1 <= max(n_tasks, per_layer + 2):
@@ -81,7 +80,7 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
                 [normed, gw],
                 [gate],
                 out_counter=gc,
-                waits=[Wait(b.tasks[t].out_counter, 1)],
+                waits=[b.after(t)],
                 params={"K": HIDDEN, "N_tile": n_tile, "n_off": i * n_tile},
                 label=f"{p}gate[t{i}]",
             )
@@ -97,13 +96,13 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
                 [act, dw],
                 [down],
                 out_counter=dc,
-                waits=[Wait(b.tasks[a].out_counter, 1)],
+                waits=[b.after(a)],
                 params={"K": wide, "N_tile": d_tile, "n_off": i * d_tile},
                 label=f"{p}down[t{i}]",
             )
         h_next = b.new_buffer(f"h{layer + 1}", BufferKind.ACTIVATION, f32, (1, HIDDEN))
         r = b.add_task(K.ADD, [h, down], [h_next], waits=[Wait(dc, tiles)], label=p + "residual")
-        h, h_wait, layer = h_next, Wait(b.tasks[r].out_counter, 1), layer + 1
+        h, h_wait, layer = h_next, b.after(r), layer + 1
     out = b.new_buffer("out", BufferKind.IO_OUTPUT, f32, (1, HIDDEN))
     b.add_task(K.COPY, [h], [out], waits=[h_wait], label="out")
     target = TARGETS["h100"]

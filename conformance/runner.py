@@ -1,7 +1,8 @@
 """The conformance runner: cases and the implementation under test (spec §9).
 
 A case is judged through an *implementation object* with one method,
-``validate(program_json: dict) -> {"verdict": "accepted" | "rejected", "codes": [...]}``.
+``validate(program_json: dict) -> {"verdict": "accepted" | "rejected" | "unusable", "codes": [...]}``
+("unusable": the document is not a representable program — a FormatError or VersionError).
 :class:`AmkspecImplementation` is the default (amkspec itself, in-process); an external
 implementation plugs in by providing another object with the same method (the stdin/stdout
 protocol adapter comes later) and overriding the ``implementation`` fixture.
@@ -31,10 +32,14 @@ class AmkspecImplementation:
     name = "amkspec (in-process)"
 
     def validate(self, program_json: dict[str, Any]) -> dict[str, Any]:
-        from amkspec.ir import from_dict
+        from amkspec.ir import AmkspecError, from_dict
         from amkspec.proofs import validate
 
-        result = validate(from_dict(program_json))
+        try:
+            prog = from_dict(program_json)
+        except AmkspecError as exc:
+            return {"verdict": "unusable", "codes": [], "error": str(exc)}
+        result = validate(prog)
         return {"verdict": "accepted" if result.ok else "rejected", "codes": result.codes}
 
 

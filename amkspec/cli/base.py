@@ -75,15 +75,20 @@ def read_program(path: str) -> MegakernelProgram:
     return prog
 
 
+def load_error(exc: AmkspecError) -> str:
+    """Why a file cannot be loaded, in one line (spec §6 FormatError/VersionError); the caller
+    prefixes the file name."""
+    return exc.reason if isinstance(exc, FormatError) and exc.path == "(root)" else str(exc)
+
+
 def load_program(path: str) -> MegakernelProgram:
     """:func:`read_program`, exiting with one error line (exit 2) when the file is unusable."""
     try:
         return read_program(path)
-    except FormatError as exc:
-        fail(f"{path}: {exc.reason}" if exc.path == "(root)" else f"{path}: {exc}")
     except AmkspecError as exc:
-        fail(f"{path}: {exc}")
+        fail(f"{path}: {load_error(exc)}")
 
 
 def echo_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout."""
     click.echo(json.dumps(data, indent=2))

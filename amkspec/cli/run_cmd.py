@@ -18,7 +18,7 @@ import click
 import numpy as np
 
 import amkspec
-from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, main
+from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
 from amkspec.cli.demo import demo_step
 from amkspec.ir import IR_VERSION, TARGETS, BufferKind, DType, MegakernelProgram, ScheduleConfig
 
@@ -201,9 +201,13 @@ def weights_cmd(model: str, dtype: str | None, seed: int | None, quant: str | No
     if spec is not None:
         weights = quantize_weights(m, weights, spec)[0]
     if output.endswith(".safetensors"):
+        from safetensors import SafetensorError
         from safetensors.torch import save_file
 
-        save_file(weights, output)
+        try:
+            save_file(weights, output)
+        except SafetensorError as exc:
+            fail(f"{output}: cannot write: {exc}")
     elif output.endswith(".npz"):
         _save_npz(output, {k: _numpy(v) for k, v in weights.items()})
     else:
@@ -229,7 +233,7 @@ def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | No
     from amkspec.lower import lower
     from amkspec.vm import DeadlockError, ExecutionError, ReferenceVM, RefusedProgram
 
-    prog = amkspec.load(program)
+    prog = load_program(program)
     if steps < 1:
         fail("--steps must be at least 1")
     origin = relowerable(prog) if steps > 1 else None

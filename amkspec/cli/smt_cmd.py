@@ -98,7 +98,7 @@ def check_cert(file: str, cert: str) -> None:
     try:
         with open(cert, encoding="utf-8") as fh:
             data = json.load(fh)
-    except json.JSONDecodeError as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         fail(f"{cert}: not JSON: {exc}")
     try:
         check_certificate(prog, data)
@@ -123,7 +123,12 @@ def check_cert(file: str, cert: str) -> None:
     help="which rule set to prove sound",
 )
 @click.option("--theorem", "names", multiple=True, help="only these theorems (repeatable)")
-@click.option("--timeout", type=float, default=None, help="seconds per theorem before giving up")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="seconds per theorem before giving up",
+)
 @click.option("--json", "as_json", is_flag=True)
 def prove_rules(
     max_tasks: int, rules: str, names: tuple[str, ...], timeout: float | None, as_json: bool

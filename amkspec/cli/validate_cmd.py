@@ -13,17 +13,17 @@ from typing import Any
 
 import click
 
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, echo_json, main
-from amkspec.ir import AmkspecError, load
+from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, echo_json, load_error, main, read_program
+from amkspec.ir import AmkspecError
 
 
 def _judge(path: str) -> dict[str, Any]:
     from amkspec.proofs import validate
 
     try:
-        prog = load(path)
+        prog = read_program(path)
     except AmkspecError as exc:
-        return {"file": path, "error": str(exc)}
+        return {"file": path, "error": load_error(exc)}
     except OSError as exc:
         return {"file": path, "error": exc.strerror or str(exc)}
     result = validate(prog)

@@ -40,6 +40,8 @@ def _trace(path: str, finding: int) -> Any:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         fail(f"{path}: {exc}")
     if isinstance(doc, dict) and "findings" in doc:
+        if not isinstance(doc["findings"], list):
+            fail(f"{path}: 'findings' must be a list")
         witnesses = [f["witness"] for f in doc["findings"] if isinstance(f, dict) and f.get("witness")]
         if not 0 <= finding < len(witnesses):
             fail(f"{path}: no witness number {finding} (it has {len(witnesses)})")

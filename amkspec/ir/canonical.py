@@ -85,7 +85,7 @@ def _encode_array(value: list[Any] | tuple[Any, ...], pad: str, out: list[str]) 
 
 
 def canonical_json(doc: Any) -> str:
-    """``json.dumps(doc, indent=2)``, byte for byte (and raising what it raises)."""
+    """``json.dumps(doc, indent=2)``, byte for byte (and raising what it raises) (spec §6)."""
     out: list[str] = []
     try:
         _encode(doc, "", out)

@@ -44,10 +44,12 @@ class DType(enum.IntEnum):
 
     @property
     def is_float(self) -> bool:
+        """A floating-point dtype (spec §1.1)."""
         return self in _FLOAT_DTYPES
 
     @property
     def is_integer(self) -> bool:
+        """An integer dtype, packed I4 included (spec §1.1)."""
         return self in (DType.I32, DType.I8, DType.I4, DType.U8)
 
 

@@ -20,7 +20,7 @@ def _hashable(value: object) -> bool:
 
 
 def producers_by_counter(prog: MegakernelProgram) -> dict[int, list[int]]:
-    """Counter id → ids of the tasks that increment it, in task-list order."""
+    """Counter id → ids of the tasks that increment it, in task-list order (spec §2)."""
     out: dict[int, list[int]] = defaultdict(list)
     for task in prog.tasks:
         if _hashable(task.out_counter):
@@ -29,7 +29,7 @@ def producers_by_counter(prog: MegakernelProgram) -> dict[int, list[int]]:
 
 
 def writers_by_buffer(prog: MegakernelProgram) -> dict[int, list[int]]:
-    """Buffer id → ids of the tasks that list it as an output, in task-list order."""
+    """Buffer id → ids of the tasks that list it as an output, in task-list order (spec §2)."""
     out: dict[int, list[int]] = defaultdict(list)
     for task in prog.tasks:
         for buf in dict.fromkeys(b for b in task.outputs if _hashable(b)):
@@ -38,7 +38,7 @@ def writers_by_buffer(prog: MegakernelProgram) -> dict[int, list[int]]:
 
 
 def readers_by_buffer(prog: MegakernelProgram) -> dict[int, list[int]]:
-    """Buffer id → ids of the tasks that list it as an input, in task-list order."""
+    """Buffer id → ids of the tasks that list it as an input, in task-list order (spec §2)."""
     out: dict[int, list[int]] = defaultdict(list)
     for task in prog.tasks:
         for buf in dict.fromkeys(b for b in task.inputs if _hashable(b)):
@@ -58,7 +58,7 @@ def dependency_edges(prog: MegakernelProgram) -> list[tuple[int, int]]:
 
 
 def successors(prog: MegakernelProgram) -> dict[int, list[int]]:
-    """Task id → sorted successor ids over :func:`dependency_edges`."""
+    """Task id → sorted successor ids over :func:`dependency_edges` (spec §2)."""
     succ: dict[int, list[int]] = {t.id: [] for t in prog.tasks}
     for a, b in dependency_edges(prog):
         succ.setdefault(a, []).append(b)
@@ -90,5 +90,5 @@ def kahn_order(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[i
 
 
 def topological_order(prog: MegakernelProgram) -> list[int] | None:
-    """Task ids in a deterministic topological order, or None if the graph has a cycle."""
+    """Task ids in a deterministic topological order, or None if the graph has a cycle (spec §2)."""
     return kahn_order((t.id for t in prog.tasks), dependency_edges(prog))

@@ -12,14 +12,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import gc
 import json
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar, get_args, get_origin
 
 import attrs
@@ -30,6 +28,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from amkspec.ir.canonical import canonical_json
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION, BufferKind, DType, InstructionKind, MemSpace
 from amkspec.ir.errors import FormatError, VersionError, VersionWarning
+from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.model import (
     Buffer,
     Counter,
@@ -113,7 +112,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def format_path(parts: list[PathPart]) -> str:
-    """``["tasks", 3, "waits"]`` → ``tasks[3].waits``; the empty path is ``(root)``.
+    """``["tasks", 3, "waits"]`` → ``tasks[3].waits``; the empty path is ``(root)`` (spec §6).
 
     A key that is not a plain name (an int-keyed map's ``"3"``, a key with spaces) is
     written as a quoted subscript: ``pages.buffer_to_page["3"]``.
@@ -273,7 +272,7 @@ def _record_hooks(conv: cattrs.Converter, cls: type) -> None:
 
 
 def make_converter() -> cattrs.Converter:
-    """The one converter of the JSON format."""
+    """The one converter of the JSON format (spec §6)."""
     conv = cattrs.Converter(detailed_validation=True)
     conv.register_structure_hook(int, _s_int)
     conv.register_structure_hook(float, _s_float)
@@ -344,31 +343,14 @@ def from_dict(doc: Any) -> MegakernelProgram:
 
 
 def to_dict(prog: MegakernelProgram) -> dict[str, Any]:
-    """Unstructure a program into JSON-ready data in canonical key order."""
+    """Unstructure a program into JSON-ready data in canonical key order (spec §6)."""
     data: dict[str, Any] = CONVERTER.unstructure(prog)
     return data
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a document is parsed or written.
-
-    A large program is millions of small acyclic objects; the collections their allocation
-    triggers would otherwise cost as much as the parsing itself (about half of the time of a
-    100k-task load).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def loads(text: str | bytes) -> MegakernelProgram:
-    """Parse JSON text into a program; FormatError/VersionError on bad input."""
-    with _gc_paused():
+    """Parse JSON text into a program; FormatError/VersionError on bad input (spec §6)."""
+    with gc_paused():
         try:
             doc = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -379,8 +361,8 @@ def loads(text: str | bytes) -> MegakernelProgram:
 
 
 def dumps(prog: MegakernelProgram) -> str:
-    """Canonical JSON text of a program (indent 2, no trailing newline)."""
-    with _gc_paused():
+    """Canonical JSON text of a program (indent 2, no trailing newline) (spec §6)."""
+    with gc_paused():
         try:
             return canonical_json(to_dict(prog))
         except (TypeError, ValueError) as exc:
@@ -390,7 +372,7 @@ def dumps(prog: MegakernelProgram) -> str:
 
 
 def load(path: str | os.PathLike[str]) -> MegakernelProgram:
-    """Read a program from a ``.json`` (or gzip-compressed ``.json.gz``) file."""
+    """Read a program from a ``.json`` (or gzip-compressed ``.json.gz``) file (spec §6)."""
     try:
         data = read_bytes(path)
     except OSError as exc:
@@ -399,7 +381,7 @@ def load(path: str | os.PathLike[str]) -> MegakernelProgram:
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """A file's bytes, gunzipped when they start with the gzip magic number."""
+    """A file's bytes, gunzipped when they start with the gzip magic number (spec §6)."""
     with open(path, "rb") as fh:
         data = fh.read()
     if data[:2] == b"\x1f\x8b":
@@ -413,7 +395,7 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
 
 
 def dump(prog: MegakernelProgram, path: str | os.PathLike[str]) -> None:
-    """Write a program's canonical JSON (plus a final newline) to ``path``."""
+    """Write a program's canonical JSON (plus a final newline) to ``path`` (spec §6)."""
     text = dumps(prog) + "\n"
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)

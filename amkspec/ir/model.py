@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from amkspec.ir import graph
 from amkspec.ir.enums import (
     ABI_VERSION,
     IR_VERSION,
@@ -50,6 +51,7 @@ class Buffer:
 
     @property
     def rank(self) -> int:
+        """Number of dimensions (spec §1.2); a scalar has rank 0."""
         return len(self.shape)
 
     @property
@@ -172,6 +174,7 @@ class MegakernelProgram:
     extra: Extra = _extra()
 
     def buffer_by_id(self) -> dict[int, Buffer]:
+        """Buffer id → buffer (spec §1.2); a later duplicate id wins."""
         return {b.id: b for b in self.buffers}
 
     def total_weight_bytes(self) -> int:
@@ -185,24 +188,21 @@ class MegakernelProgram:
         return sum(b.nbytes for b in self.buffers if b.kind is BufferKind.ACTIVATION)
 
     def producers_by_counter(self) -> dict[int, list[int]]:
-        from amkspec.ir.graph import producers_by_counter
-
-        return producers_by_counter(self)
+        """:func:`amkspec.ir.graph.producers_by_counter` (spec §2)."""
+        return graph.producers_by_counter(self)
 
     def writers_by_buffer(self) -> dict[int, list[int]]:
-        from amkspec.ir.graph import writers_by_buffer
-
-        return writers_by_buffer(self)
+        """:func:`amkspec.ir.graph.writers_by_buffer` (spec §2)."""
+        return graph.writers_by_buffer(self)
 
     def dependency_edges(self) -> list[tuple[int, int]]:
-        from amkspec.ir.graph import dependency_edges
-
-        return dependency_edges(self)
+        """:func:`amkspec.ir.graph.dependency_edges` (spec §2)."""
+        return graph.dependency_edges(self)
 
     def topological_order(self) -> list[int] | None:
-        from amkspec.ir.graph import topological_order
-
-        return topological_order(self)
+        """:func:`amkspec.ir.graph.topological_order` (spec §2)."""
+        return graph.topological_order(self)
 
     def ops(self) -> set[InstructionKind]:
+        """The opcodes the program's tasks use (spec §7)."""
         return {t.op for t in self.tasks}

@@ -15,13 +15,13 @@ from amkspec.ir.model import MegakernelProgram
 
 
 def ops_histogram(prog: MegakernelProgram) -> dict[str, int]:
-    """Opcode name → number of tasks, most frequent first (ties by name)."""
+    """Opcode name → number of tasks, most frequent first (ties by name) (spec §7)."""
     tally = Tally(t.op.name for t in prog.tasks)
     return dict(sorted(tally.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def summarize(prog: MegakernelProgram) -> dict[str, Any]:
-    """JSON-ready facts about a program, in display order."""
+    """JSON-ready facts about a program, in display order (spec §1, §4)."""
     weight_bytes = prog.total_weight_bytes()
     target = prog.target
     bound = target.bandwidth_bound_us(weight_bytes) if target is not None else math.nan

@@ -58,7 +58,7 @@ def predicted_latency_us(prog: MegakernelProgram, target: GpuTarget | None = Non
     assigned = any(t.sm is not None for t in prog.tasks)
     last_on_sm: dict[int, int] = {}
     if assigned:
-        for t in sorted(prog.tasks, key=lambda t: t.id):
+        for t in prog.tasks:  # an SM runs its queue in task-list order (spec §2.2)
             if t.sm is not None:
                 if t.sm in last_on_sm:
                     preds[t.id].append(last_on_sm[t.sm])

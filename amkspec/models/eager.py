@@ -56,7 +56,8 @@ class EagerDecoder:
         dt = torch_dtype(self.dtype)
         missing = [k for k in config.weight_shapes() if k not in weights]
         if missing:
-            raise KeyError(f"weights lack {missing[0]!r} (and {len(missing) - 1} more)")
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise KeyError(f"weights lack {missing[0]!r}{more}")
         self.w = {k: torch.as_tensor(weights[k]).to(dt) for k in config.weight_shapes()}
         self.pos = 0
         self.k_cache: list[torch.Tensor] = []

@@ -45,6 +45,7 @@ class CertificateError(ValueError):
 
 
 def program_hash(prog: MegakernelProgram) -> str:
+    """SHA-256 of the program's canonical JSON (spec §6): binds a certificate to one program."""
     return hashlib.sha256(dumps(prog).encode()).hexdigest()
 
 
@@ -103,7 +104,10 @@ def _meets(x: tuple[int, int] | None, y: tuple[int, int] | None) -> bool:
 
 def obligations(prog: MegakernelProgram, ix: _Index) -> Iterator[tuple[str, int, int, int]]:
     """(kind, buffer, before, after): every ordering the certificate must justify, in either
-    direction for ``"write"``."""
+    direction for ``"write"``.
+
+    Spec §3.2.
+    """
     kinds = {b.id: b.kind for b in prog.buffers}
     readers, writers = ix.users()
     for buf in sorted(set(readers) | set(writers), key=repr):
@@ -210,7 +214,10 @@ def _execution_order(ix: _Index) -> list[int]:
 
 
 def certify(prog: MegakernelProgram) -> dict[str, Any]:
-    """Build the certificate of ``prog``; raises :class:`CertificateError` if some obligation has no proof."""
+    """Build the certificate of ``prog``; raises :class:`CertificateError` if some obligation has no proof.
+
+    Spec §3.
+    """
     ix = _Index(prog)
     paths = _Paths(_hb_preds(ix))
     cert: dict[str, Any] = {
@@ -277,7 +284,7 @@ def _check_order(ix: _Index, order: Any) -> None:
 
 
 def check_certificate(prog: MegakernelProgram, cert: Any) -> None:
-    """Verify ``cert`` against ``prog``; raises :class:`CertificateError` with the first problem."""
+    """Verify ``cert`` against ``prog``; raises :class:`CertificateError` with the first problem (spec §3)."""
     try:
         _check(prog, cert)
     except (KeyError, TypeError, AttributeError) as exc:

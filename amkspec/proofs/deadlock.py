@@ -27,7 +27,10 @@ SM_QUEUE = register(
 
 
 def check_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Each wait is satisfiable: ``1 <= threshold <= #producers`` and not on the task's own counter."""
+    """Each wait is satisfiable: ``1 <= threshold <= #producers`` and not on the task's own counter.
+
+    Spec §3.1.
+    """
     counters, producers = ix.counters, ix.producers
     for pos, waits in enumerate(ix.waits):
         own = ix.out_counter[pos]
@@ -61,7 +64,7 @@ def check_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def check_cycle(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """The dependency graph (without self-edges, reported as D203) has a topological order."""
+    """The dependency graph (without self-edges, reported as D203) has a topological order (spec §3.1)."""
     if ix.topo is not None:
         return
     cycle = find_cycle(ix.n, ix.succs) or []
@@ -74,7 +77,7 @@ def _counters_on(ix: ProgramIndex, cycle: list[int]) -> list[int]:
 
 
 def sm_queues(ix: ProgramIndex) -> dict[int, list[int]]:
-    """SM → positions of its tasks in task-list order (only valid, assigned ``sm`` values)."""
+    """SM → positions of its tasks in task-list order (only valid, assigned ``sm`` values; spec §3.1)."""
     queues: dict[int, list[int]] = {}
     for pos, task in enumerate(ix.tasks):
         sm = getattr(task, "sm", None)

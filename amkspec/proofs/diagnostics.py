@@ -16,6 +16,8 @@ import attrs
 
 
 class Severity(enum.Enum):
+    """ERROR findings reject a program (spec §3); WARNING findings are reported only."""
+
     ERROR = "error"
     WARNING = "warning"
 
@@ -59,7 +61,7 @@ def _ints(values: Iterable[Any]) -> tuple[int, ...]:
 
 @attrs.frozen
 class Diagnostic:
-    """One finding of :func:`amkspec.validate`: which rule, where, and why."""
+    """One finding of :func:`amkspec.validate`: which rule, where, and why (spec §3)."""
 
     code: str
     severity: Severity

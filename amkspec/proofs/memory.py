@@ -35,7 +35,7 @@ def _operands(buffers: Any) -> dict[int, Operand | None]:
 
 
 def check_memory_safety(prog: MegakernelProgram, index: object = None) -> list[Diagnostic]:
-    """M4xx findings for every task whose operands disagree with its opcode's shape rules.
+    """M4xx findings for every task whose operands disagree with its opcode's shape rules (spec §7).
 
     ``index`` (the validator's program index) is accepted for the caller's convenience and not
     needed: buffers are resolved by id here.

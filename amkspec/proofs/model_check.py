@@ -44,10 +44,13 @@ class Finding:
 
 @attrs.frozen
 class CheckResult:
+    """What :func:`check` found: the number of states explored and every bad state reached (spec §3)."""
+
     states: int
     findings: tuple[Finding, ...]
 
     def kinds(self) -> set[str]:
+        """The kinds of the findings (``read-race``, ``write-race``, ``deadlock``)."""
         return {f.kind for f in self.findings}
 
     def read_races(self) -> set[tuple[int, int, int]]:
@@ -59,6 +62,7 @@ class CheckResult:
         }
 
     def write_races(self) -> set[tuple[int, int]]:
+        """(writer, writer) pairs whose writes can overlap (spec §3.2)."""
         return {(f.tasks[0], f.tasks[1]) for f in self.findings if f.kind == "write-race"}
 
 
@@ -131,7 +135,10 @@ class _Program:
 
 
 def check(prog: MegakernelProgram, max_states: int = 500_000) -> CheckResult:
-    """Explore every reachable state of ``prog``; raises :class:`StateLimit` beyond ``max_states``."""
+    """Explore every reachable state of ``prog``; raises :class:`StateLimit` beyond ``max_states``.
+
+    Spec §2, §3.
+    """
     p = _Program(prog)
     full = (1 << p.n) - 1
     parent: dict[tuple[int, int], tuple[tuple[int, int], Event] | None] = {(0, 0): None}

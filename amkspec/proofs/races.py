@@ -98,7 +98,10 @@ def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def check_readonly_writes(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """WEIGHT, CONST and IO_INPUT buffers are read without producer edges, so nobody may write them."""
+    """WEIGHT, CONST and IO_INPUT buffers are read without producer edges, so nobody may write them.
+
+    Spec §3.2.
+    """
     for bid, writers in ix.writers.items():
         kind = _kind(ix, bid)
         if kind is None or kind not in READONLY_KINDS:
@@ -193,7 +196,10 @@ def _range(params: dict[Any, Any], off: str, size: str) -> Interval | None:
 
 def footprint(task: Any) -> Footprint:
     """Rows and columns a task writes: GEMV/GEMM tiles write ``[n_off, n_off+N_tile)`` (GEMM also
-    rows ``[m_off, m_off+M_tile)``); every other task, or a tile with invalid params, writes all."""
+    rows ``[m_off, m_off+M_tile)``); every other task, or a tile with invalid params, writes all.
+
+    Spec §3.2.
+    """
     op = getattr(task, "op", None)
     params = getattr(task, "params", None)
     if op not in _TILED or not isinstance(params, dict):
@@ -217,7 +223,7 @@ def _show(iv: Interval | None, what: str) -> str:
 
 
 def overlapping_pair(writers: list[int], fps: list[Footprint]) -> tuple[int, int] | None:
-    """Indices of two writers whose footprints overlap, or None when all are pairwise disjoint."""
+    """Indices of two writers whose footprints overlap, or None when all are pairwise disjoint (spec §3.2)."""
     idx = range(len(writers))
     if all(f[0] is None and f[1] is not None for f in fps):
         order = sorted(idx, key=lambda i: fps[i][1])  # type: ignore[arg-type,return-value]
@@ -238,7 +244,10 @@ def overlapping_pair(writers: list[int], fps: list[Footprint]) -> tuple[int, int
 
 
 def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Writers of one buffer: disjoint tiles under one counter, or a total order (beyond the spec)."""
+    """Writers of one buffer: disjoint tiles under one counter, or a total order (beyond the spec).
+
+    Spec §3.2.
+    """
     if not ix.acyclic:
         return
     rank = ix.reach.rank
@@ -288,7 +297,10 @@ def _write_race(
 
 
 def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Tiled writers of a consumed buffer must cover its last dim: a gap is read as unwritten data."""
+    """Tiled writers of a consumed buffer must cover its last dim: a gap is read as unwritten data.
+
+    Spec §3.2.
+    """
     tasks = ix.tasks
     for bid, writers in ix.writers.items():
         if any(getattr(tasks[w], "op", None) not in _TILED for w in writers):
@@ -334,7 +346,10 @@ def _gaps(intervals: list[Interval], size: int) -> list[Interval]:
 
 
 def check_on_chip(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """SMEM/REGISTER buffers are private to one SM: all their users run on that SM (beyond the spec)."""
+    """SMEM/REGISTER buffers are private to one SM: all their users run on that SM (beyond the spec).
+
+    Spec §4.
+    """
     for bid, buf in ix.buffers.items():
         space = getattr(buf, "space", None)
         if not isinstance(space, MemSpace) or space not in ON_CHIP_SPACES:

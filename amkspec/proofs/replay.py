@@ -85,7 +85,7 @@ class Machine:
 
 
 def replay(prog: MegakernelProgram, events: Iterable[Event]) -> Machine:
-    """Execute ``events``; raises :class:`ReplayError` at the first illegal one."""
+    """Execute ``events``; raises :class:`ReplayError` at the first illegal one (spec §2)."""
     m = Machine(prog)
     for n, ev in enumerate(events):
         m.step(n, ev)
@@ -198,7 +198,10 @@ def _cycle(m: Machine, edges: list[dict[str, Any]]) -> None:
 
 
 def check_witness(prog: MegakernelProgram, witness: dict[str, Any]) -> None:
-    """Replay a witness (its JSON form); raises :class:`ReplayError` unless it is legal and shows its kind."""
+    """Replay a witness (its JSON form); raises :class:`ReplayError` unless it is legal and shows its kind.
+
+    Spec §2, §3.
+    """
     try:
         events = witness["events"]
         m = replay(prog, trace_from_json(events))

@@ -48,14 +48,17 @@ class ValidationResult:
 
     @property
     def ok(self) -> bool:
+        """True iff no finding has severity ERROR (spec §3)."""
         return not any(d.severity is Severity.ERROR for d in self.diagnostics)
 
     @property
     def errors(self) -> list[str]:
+        """The ERROR findings as ``"CODE message"`` lines."""
         return [_line(d) for d in self.diagnostics if d.severity is Severity.ERROR]
 
     @property
     def warnings(self) -> list[str]:
+        """The WARNING findings as ``"CODE message"`` lines."""
         return [_line(d) for d in self.diagnostics if d.severity is Severity.WARNING]
 
     @property
@@ -64,6 +67,7 @@ class ValidationResult:
         return list(dict.fromkeys(d.code for d in self.diagnostics))
 
     def verdict(self) -> str:
+        """``VALID`` or ``REJECTED``, as the report's first line says."""
         return "VALID" if self.ok else "REJECTED"
 
     def by_section(self) -> dict[str, list[Diagnostic]]:

@@ -67,7 +67,7 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 
 def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
-    """All structure findings, in the order: ids, counters, buffers, tasks, SMs, pages."""
+    """All structure findings, in the order: ids, counters, buffers, tasks, SMs, pages (spec §1, §3.1)."""
     found: list[Diagnostic] = []
     found.extend(check_ids(ix))
     found.extend(check_counter_init(ix))
@@ -151,6 +151,7 @@ def buffer_problem(buf: Any) -> str | None:
 
 
 def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """Every buffer record is well formed: see :func:`buffer_problem` (spec §1.2)."""
     for buf in as_list(ix.prog.buffers):
         problem = buffer_problem(buf)
         if problem is not None:

@@ -23,10 +23,14 @@ class Event:
     task: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The event's JSON form, ``{"event": "start", "task": 3}``."""
         return {"event": self.kind, "task": self.task}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:
+        """The event of its JSON form; ValueError when it is not one."""
+        if not isinstance(data, dict):
+            raise ValueError(f"not a trace event: {data!r}")
         kind = data.get("event")
         task = data.get("task")
         if kind not in ("start", "end") or type(task) is not int:
@@ -38,8 +42,5 @@ Trace = tuple[Event, ...]
 
 
 def trace_from_json(items: Iterable[dict[str, Any]]) -> Trace:
+    """A trace from its JSON form (DESIGN.md execution model); ValueError on a malformed event."""
     return tuple(Event.from_dict(item) for item in items)
-
-
-def trace_to_json(trace: Iterable[Event]) -> list[dict[str, Any]]:
-    return [e.to_dict() for e in trace]

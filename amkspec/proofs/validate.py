@@ -10,12 +10,12 @@ finding S199, which rejects the program (a program we cannot judge never runs).
 
 from __future__ import annotations
 
-import gc
 import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from amkspec.ir import BufferKind, MegakernelProgram
+from amkspec.ir.gcpause import gc_paused
 from amkspec.proofs import deadlock, outputs, races, structure
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, is_int
@@ -62,13 +62,8 @@ def validate(prog: MegakernelProgram) -> ValidationResult:
     they allocate many small acyclic containers, and on a 100k-task program the collector's
     repeated full sweeps would otherwise dominate the run time.
     """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _validate(prog)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _validate(prog: MegakernelProgram) -> ValidationResult:

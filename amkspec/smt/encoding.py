@@ -25,7 +25,7 @@ from collections.abc import Iterable
 import z3
 
 from amkspec.proofs.trace import Event, Trace
-from amkspec.smt.view import ProgramView
+from amkspec.smt.view import ProgramView, SolverUnknown
 
 
 class Encoding:
@@ -103,7 +103,7 @@ class Encoding:
             self.solver.add(goal)
             result = self.solver.check()
             if result == z3.unknown:
-                raise RuntimeError(f"z3 returned unknown: {self.solver.reason_unknown()}")
+                raise SolverUnknown(f"z3 returned unknown: {self.solver.reason_unknown()}")
             return self.solver.model() if result == z3.sat else None
         finally:
             self.solver.pop()

@@ -1,4 +1,4 @@
-"""``explain``: every rejection of :func:`amkspec.proofs.validate` labelled witnessed or rule-only.
+"""``explain``: every rejection of :func:`amkspec.proofs.validate` labelled witnessed or rule-only (spec §3).
 
 A *witnessed* rejection comes with a bad execution found by Z3 and confirmed
 by the replay checker; a *rule-only* one is forbidden by the spec although no
@@ -56,6 +56,10 @@ KIND_OF_CODE = {
 
 @attrs.frozen
 class Finding:
+    """One validator finding (or one proved query): its code and spec clause, whether it is
+    ``witnessed``, ``rule-only`` or ``proved``, the tasks involved and, when witnessed, the replayed
+    witness (spec §3)."""
+
     code: str | None
     clause: str
     status: str
@@ -83,6 +87,8 @@ class Finding:
 
 @attrs.frozen
 class Explanation:
+    """The validator's verdict and every finding of :func:`explain` (spec §3)."""
+
     verdict: str
     findings: tuple[Finding, ...]
 

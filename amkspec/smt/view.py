@@ -16,11 +16,15 @@ from collections.abc import Iterable
 
 import attrs
 
-from amkspec.ir import READONLY_KINDS, BufferKind, InstructionKind, MegakernelProgram
+from amkspec.ir import READONLY_KINDS, AmkspecError, BufferKind, InstructionKind, MegakernelProgram
 
 
-class Unencodable(ValueError):
+class Unencodable(AmkspecError, ValueError):
     """The program's executions are not well defined (e.g. two tasks share an id)."""
+
+
+class SolverUnknown(AmkspecError, RuntimeError):
+    """Z3 answered ``unknown`` (a resource limit or an interruption): neither proof nor witness."""
 
 
 @attrs.frozen
@@ -68,6 +72,9 @@ class PageShare:
 
 @attrs.define
 class ProgramView:
+    """The encodable form of a program: tasks by position, producers per counter, SM-queue
+    predecessors and the read/write/page obligations the queries discharge (spec §2, §3)."""
+
     tasks: list[TaskView]
     producers: dict[int, list[int]]
     queue_prev: dict[int, int]

@@ -1,4 +1,4 @@
-"""Witnesses: a bad execution read out of a Z3 model, and its renderings.
+"""Witnesses: a bad execution read out of a Z3 model, and its renderings (spec §2.2, §3).
 
 A :class:`Witness` names the violated property, the tasks/buffers/counters
 involved and a trace of ``start``/``end`` events. Its JSON form
@@ -42,6 +42,8 @@ KINDS = ("read-race", "kv-race", "unwritten-read", "write-race", "page-clobber",
 
 @attrs.frozen
 class BlockedWait:
+    """A wait of a blocked task that does not hold: ``counter`` is ``value`` < ``threshold``."""
+
     counter: int
     threshold: int
     value: int
@@ -65,6 +67,9 @@ class Blocked:
 
 @attrs.frozen
 class CycleEdge:
+    """An edge of a wait cycle: ``src`` must end before ``dst`` can start, ``via`` a counter or an
+    SM queue (spec §3.1)."""
+
     src: int
     dst: int
     via: str

@@ -17,6 +17,7 @@ clobbers data visibly.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,10 +62,11 @@ def convert(value: Any, buffer: Buffer, what: str, private: bool) -> Tensor:
     dst = torch_dtype(buffer.dtype)
     if src.dtype == dst:
         return src.clone() if private else src
-    if buffer.dtype.is_float and (src.dtype.is_floating_point or _lossless(src, dst)):
-        return src.to(dst)
-    if not src.dtype.is_floating_point and not src.is_complex() and _lossless(src, dst):
-        return src.to(dst)
+    if not src.is_complex():  # no buffer dtype holds complex values
+        if buffer.dtype.is_float and (src.dtype.is_floating_point or _lossless(src, dst)):
+            return src.to(dst)
+        if not src.dtype.is_floating_point and _lossless(src, dst):
+            return src.to(dst)
     raise BindingError(
         f"{what}: dtype {str(src.dtype).removeprefix('torch.')} does not convert losslessly to "
         f"buffer {buffer.name!r} of {buffer.dtype.name}"
@@ -76,8 +78,8 @@ def _paged(program: MegakernelProgram) -> dict[int, Tensor]:
     if program.pages is None:
         return {}
     pages = {p.id: p for p in program.pages.pages}
-    storage: dict[int, Tensor] = {}
-    views: dict[int, Tensor] = {}
+    placed: list[tuple[Buffer, int]] = []
+    sizes: dict[int, int] = {}
     for buf in program.buffers:
         page_id = program.pages.buffer_to_page.get(buf.id)
         if page_id is None or buf.kind is not BufferKind.ACTIVATION:
@@ -86,10 +88,19 @@ def _paged(program: MegakernelProgram) -> dict[int, Tensor]:
         if page is None or page.nbytes < buf.nbytes:
             size = "is missing" if page is None else f"holds {page.nbytes} bytes"
             raise BindingError(f"buffer {buf.name!r} ({buf.nbytes} bytes) is on page {page_id}, which {size}")
-        raw = storage.setdefault(page.id, torch.zeros(page.nbytes, dtype=torch.uint8))
-        shape = storage_shape(buf.dtype, buf.shape)
-        views[buf.id] = raw[: buf.nbytes].view(torch_dtype(buf.dtype)).reshape(shape)
-    return views
+        placed.append((buf, page_id))
+        sizes[page_id] = max(sizes.get(page_id, page.nbytes), _storage_bytes(buf))
+    storage = {page_id: torch.zeros(n, dtype=torch.uint8) for page_id, n in sizes.items()}
+    return {
+        buf.id: storage[page_id][: _storage_bytes(buf)].view(torch_dtype(buf.dtype))
+        .reshape(storage_shape(buf.dtype, buf.shape))
+        for buf, page_id in placed
+    }
+
+
+def _storage_bytes(buf: Buffer) -> int:
+    """Bytes of the tensor holding ``buf``: its ``nbytes``, except that packed I4 rounds up per row."""
+    return math.prod(storage_shape(buf.dtype, buf.shape)) * torch_dtype(buf.dtype).itemsize
 
 
 def _missing(kind: str, names: list[str]) -> BindingError:

@@ -8,15 +8,14 @@ launches; one launch is one forward pass (one decoded token).
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from amkspec.ir import BufferKind, MegakernelProgram
+from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.graph import writers_by_buffer
 from amkspec.semantics import OP_SEMANTICS, OpError
 from amkspec.vm.binding import bind
@@ -29,20 +28,6 @@ from amkspec.vm.stats import RunStats
 Tensor = torch.Tensor
 _OP_FAILURES = (OpError, RuntimeError, LookupError, ValueError, TypeError, ArithmeticError)
 """What an opcode raises on operands it cannot use (reported as :class:`ExecutionError`)."""
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for one launch: a launch allocates many short-lived
-    tensors and lists but no cycles, and collections over a large program's records would
-    otherwise dominate the scheduling time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class ReferenceVM:
@@ -89,7 +74,7 @@ class ReferenceVM:
         bound = bind(self.program, weights, inputs, state, self._written)
         bind_s = time.perf_counter() - t0
         chosen = policy or self.policy
-        with _gc_paused():
+        with gc_paused():
             if isinstance(chosen, Replay):
                 stats = self._replay(bound, chosen)
             else:

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Iterable
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 import attrs
 
 from amkspec.proofs.trace import Event, Trace
+from amkspec.vm.errors import TraceError
 
 
 class ReadyQueue(Protocol):
@@ -90,16 +91,23 @@ class SeededRandom:
         return _RandomQueue(self.seed)
 
 
-def _trace(events: Iterable[Event]) -> Trace:
-    return tuple(events)
+def events_of(trace: Any) -> Trace:
+    """Events from :class:`Event` objects, their JSON list, or a witness's JSON object with ``events``
+    (spec §2.2); anything else is a :class:`TraceError`."""
+    items: Iterable[Any] = trace.get("events", ()) if isinstance(trace, Mapping) else trace
+    try:
+        return tuple(e if isinstance(e, Event) else Event.from_dict(e) for e in items)
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise TraceError(f"not a trace: {exc}") from exc
 
 
 @attrs.frozen
 class Replay:
     """Follow ``trace`` (start/end events, overlap allowed) with shadow state; after the trace,
-    finish the remaining tasks in list order when ``finish`` is set."""
+    finish the remaining tasks in list order when ``finish`` is set. ``trace`` is anything
+    :func:`events_of` reads."""
 
-    trace: Trace = attrs.field(converter=_trace)
+    trace: Trace = attrs.field(converter=events_of)
     finish: bool = True
     name = "replay"
 

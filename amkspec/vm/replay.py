@@ -1,4 +1,4 @@
-"""Replaying an event trace with shadow state (DESIGN.md execution model).
+"""Replaying an event trace with shadow state (spec §2.2, the execution model).
 
 Each task has a start and an end event; tasks may overlap, except that tasks
 assigned to one SM run one at a time in task-list order. A task reads its

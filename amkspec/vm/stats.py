@@ -1,4 +1,4 @@
-"""What one ReferenceVM launch did and where its time went."""
+"""What one ReferenceVM launch did and where its time went (spec §2.4)."""
 
 from __future__ import annotations
 

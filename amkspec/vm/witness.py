@@ -1,4 +1,4 @@
-"""Replaying a trace or a witness on the ReferenceVM without real data (DESIGN.md "witnesses").
+"""Replaying a trace or a witness on the ReferenceVM without real data (spec §2.2, §2.4).
 
 A witness from the Z3 layer comes with no weights and no inputs. :func:`replay_trace`
 binds whatever the caller does not supply with synthetic data — seeded normal
@@ -9,16 +9,14 @@ shows which reads were stale and the values they saw.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 import torch
 
-from amkspec.ir import READONLY_KINDS, Buffer, MegakernelProgram
-from amkspec.proofs.trace import Event
+from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, MegakernelProgram
 from amkspec.semantics import storage_shape, torch_dtype
-from amkspec.vm.errors import TraceError
 from amkspec.vm.machine import ReferenceVM
 from amkspec.vm.policies import Replay
 from amkspec.vm.replay import ReplayReport
@@ -44,15 +42,6 @@ def synthetic(buffer: Buffer, generator: torch.Generator) -> Tensor:
     return torch.zeros(shape, dtype=torch_dtype(buffer.dtype))
 
 
-def events_of(trace: Any) -> tuple[Event, ...]:
-    """Events from :class:`Event` objects, their JSON list, or a witness object with ``events``."""
-    items: Iterable[Any] = trace.get("events", ()) if isinstance(trace, Mapping) else trace
-    try:
-        return tuple(e if isinstance(e, Event) else Event.from_dict(e) for e in items)
-    except (ValueError, AttributeError, TypeError) as exc:
-        raise TraceError(f"not a trace: {exc}") from exc
-
-
 def replay_trace(
     program: MegakernelProgram, trace: Any, *, weights: Mapping[str, Any] | None = None,
     inputs: Mapping[str, Any] | None = None, kv: Mapping[str, Any] | None = None, seed: int = 0,
@@ -64,11 +53,12 @@ def replay_trace(
     weights, inputs = dict(weights or {}), dict(inputs or {})
     for buf in program.buffers:
         if buf.kind in READONLY_KINDS:
-            table = inputs if buf.kind.name == "IO_INPUT" else weights
-            key = buf.name if table is inputs else buf.source or buf.name
+            is_input = buf.kind is BufferKind.IO_INPUT
+            table = inputs if is_input else weights
+            key = buf.name if is_input else buf.source or buf.name
             if key not in table:
                 table[key] = synthetic(buf, generator)
     vm = ReferenceVM(program, _unsafe_skip_validation=True)
-    outputs = vm.run(weights, inputs, kv, policy=Replay(events_of(trace), finish=finish))
+    outputs = vm.run(weights, inputs, kv, policy=Replay(trace, finish=finish))
     assert vm.last_stats is not None and vm.last_stats.replay is not None
     return ReplayResult(outputs, vm.last_stats, vm.last_stats.replay)

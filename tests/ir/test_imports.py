@@ -1,4 +1,4 @@
-"""``amkspec.ir`` and the IR commands need neither torch nor z3 (a laptop can read and check programs)."""
+"""``amkspec.ir`` and ``amkspec.proofs`` need neither torch nor z3 (a laptop can read and check programs)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ from tests.conftest import ROOT
 PROBE = """
 import sys
 import amkspec, amkspec.ir, amkspec.ir.schema, amkspec.ir.summary
+import amkspec.proofs, amkspec.proofs.certificate, amkspec.proofs.model_check, amkspec.proofs.replay
 prog = amkspec.load("examples/decoder_layer.json")
 amkspec.ir.schema.program_schema()
+assert amkspec.proofs.validate(prog).ok
+amkspec.proofs.certificate.check_certificate(prog, amkspec.proofs.certificate.certify(prog))
 heavy = sorted(m for m in ("torch", "z3", "hypothesis") if m in sys.modules)
 print(",".join(heavy))
 """
 
 
-def test_the_ir_imports_no_heavy_dependency() -> None:
+def test_the_ir_and_proofs_import_no_heavy_dependency() -> None:
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

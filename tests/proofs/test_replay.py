@@ -94,7 +94,10 @@ def test_a_fake_cycle_is_refused() -> None:
         check_witness(prog, w)
 
 
-@pytest.mark.parametrize("junk", [{}, {"kind": "read-race"}, {"kind": "nonsense", "events": []}])
+@pytest.mark.parametrize(
+    "junk",
+    [{}, {"kind": "read-race"}, {"kind": "nonsense", "events": []}, {"kind": "deadlock", "events": [1]}],
+)
 def test_malformed_witnesses_are_refused_cleanly(junk: dict[str, Any]) -> None:
     with pytest.raises(ReplayError):
         check_witness(partial_join_race(), junk)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import z3
 
-from amkspec.smt.theorems import THEOREMS, SymbolicProgram, necessity, prove
+from amkspec.smt.theorems import THEOREMS, SymbolicProgram, Theorem, necessity, prove
 
 BY_NAME = {t.name: t for t in THEOREMS}
 
 
 @pytest.mark.parametrize("theorem", THEOREMS, ids=lambda t: t.name)
-def test_amkspec_rules_are_sound_up_to_three_tasks(theorem) -> None:  # type: ignore[no-untyped-def]
+def test_amkspec_rules_are_sound_up_to_three_tasks(theorem: Theorem) -> None:
     result = prove(theorem, 3)
     assert result.holds is True, result.counterexample
 

@@ -4,27 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("torch")
-
 from amkspec.smt.examples import EXAMPLES
 from amkspec.smt.explain import explain
 from amkspec.vm.witness import replay_trace
 
 
 @pytest.mark.parametrize(
-    "name",
+    ("name", "kind"),
     [
-        "partial-join read race",
-        "KV cache read before its append",
-        "overlapping tiles",
-        "page clobber",
-        "read of a never-written buffer",
+        ("partial-join read race", "read-race"),
+        ("KV cache read before its append", "kv-race"),
+        ("overlapping tiles", "write-race"),
+        ("page clobber", "page-clobber"),
+        ("read of a never-written buffer", "unwritten-read"),
     ],
 )
-def test_reference_vm_sees_the_witnessed_race(name: str) -> None:
+def test_reference_vm_sees_the_witnessed_race(name: str, kind: str) -> None:
     prog = EXAMPLES[name]()
     [finding] = explain(prog).findings
-    assert finding.witness is not None
+    assert finding.witness is not None and finding.witness.kind == kind and finding.witness.events
     w = finding.witness
     report = replay_trace(prog, w.to_dict(prog), finish=False).report
     assert not report.clean, report.describe(prog)

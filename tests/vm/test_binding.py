@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from amkspec.ir import BufferKind, DType, MegakernelProgram, ProgramBuilder
+from amkspec.ir import BufferKind, DType, MegakernelProgram, MemSpace, Page, PageAllocation, ProgramBuilder
 from amkspec.semantics import pack_int4
 from amkspec.vm import BindingError, ReferenceVM, RefusedProgram
 from tests.vm.programs import K, chain, kv_program
@@ -39,6 +39,7 @@ def test_weights_bind_by_source_and_inputs_by_name() -> None:
     ({"embed.weight": TABLE}, {"token_id": [0.0, 1.0]}, "float64 does not convert losslessly"),
     ({"embed.weight": TABLE}, {"token_id": np.array([0, 2**40])}, "int64 does not convert losslessly"),
     ({"embed.weight": TABLE}, {"token_id": ["a", "b"]}, "not a numeric array"),
+    ({"embed.weight": TABLE.astype(np.complex64)}, {"token_id": [0, 1]}, "complex64 does not convert"),
 ])
 def test_bad_bindings_are_clear_errors(weights: dict[str, Any], inputs: dict[str, Any], match: str) -> None:
     with pytest.raises(BindingError, match=match):
@@ -104,3 +105,18 @@ def test_a_rejected_program_is_refused_with_the_report() -> None:
         ReferenceVM(program)
     assert info.value.result.ok is False and "validate() rejected" in str(info.value)
     assert info.value.report()
+
+
+def test_a_paged_int4_activation_with_odd_rows_binds() -> None:
+    """Packed I4 pads every row, so its storage may exceed ``nbytes``; the page view must still fit."""
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.I4, (2, 3))
+    a = b.new_buffer("a", BufferKind.ACTIVATION, DType.I4, (2, 3))
+    y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.I4, (2, 3))
+    first = b.add_task(K.COPY, [x], [a], label="in")
+    b.add_task(K.COPY, [a], [y], waits=[b.after(first)], label="out")
+    program = b.build(pages=PageAllocation({a: 0}, [Page(0, MemSpace.HBM, 3)]))
+    assert program.buffers[a].nbytes == 3
+    packed = pack_int4(torch.tensor([[1, 2, 3], [4, 5, 6]]))
+    out = ReferenceVM(program).run({}, {"x": packed})
+    assert torch.equal(out["y"], packed)

@@ -67,6 +67,20 @@ def test_a_trace_that_is_no_execution_is_refused(steps: tuple[str, ...], match: 
         vm.run({}, X, policy=Replay(_trace(*steps)))
 
 
+def test_a_json_trace_replays_like_its_events() -> None:
+    vm = ReferenceVM(chain())
+    json_trace = [e.to_dict() for e in _trace("s0", "e0", "s1", "e1")]
+    assert Replay(json_trace) == Replay(_trace("s0", "e0", "s1", "e1"))
+    out = vm.run({}, X, policy=Replay({"events": json_trace}))
+    assert torch.equal(out["z"], 6 * X["x"])
+
+
+@pytest.mark.parametrize("trace", [5, [{"event": "bogus", "task": 0}], [Event("start", 0), "s1"]])
+def test_what_is_no_trace_is_refused_at_once(trace: object) -> None:
+    with pytest.raises(TraceError, match="not a trace"):
+        Replay(trace)
+
+
 def test_overlapping_sibling_tiles_keep_each_others_columns() -> None:
     w = torch.arange(12.0).reshape(4, 3)
     x = torch.tensor([[1.0, 0.0, -1.0]])

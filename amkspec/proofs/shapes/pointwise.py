@@ -100,6 +100,7 @@ def check_embed(ctx: OpContext) -> None:
 
 
 def check_index_dtype(ctx: OpContext, index: Operand) -> None:
+    """M420: EMBED ids and ROPE positions are read from an integer-dtype buffer (spec §7)."""
     if is_integer_dtype(index.dtype) is False:
         dtype = index.dtype.name if index.dtype is not None else "?"
         ctx.fail(C.INDEX_DTYPE, f"reads indices from {index.name} of dtype {dtype}", [index])
