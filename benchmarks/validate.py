@@ -70,38 +70,14 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
             params={"eps": 1e-6, "hidden": HIDDEN},
             label=p + "norm",
         )
-        gw = b.new_buffer(p + "gate.w", BufferKind.WEIGHT, f32, (wide, HIDDEN))
-        gate = b.new_buffer(p + "gate", BufferKind.ACTIVATION, f32, (1, wide))
-        gc = b.new_counter(p + "gate")
-        n_tile = wide // tiles
-        for i in range(tiles):
-            b.add_task(
-                K.GEMV_TILE,
-                [normed, gw],
-                [gate],
-                out_counter=gc,
-                waits=[b.after(t)],
-                params={"K": HIDDEN, "N_tile": n_tile, "n_off": i * n_tile},
-                label=f"{p}gate[t{i}]",
-            )
+        gate = _tiled_projection(b, p + "gate", normed, HIDDEN, wide, tiles, b.after(t))
         act = b.new_buffer(p + "act", BufferKind.ACTIVATION, f32, (1, wide))
-        a = b.add_task(K.SILU_MUL, [gate, gate], [act], waits=[Wait(gc, tiles)], label=p + "act")
-        dw = b.new_buffer(p + "down.w", BufferKind.WEIGHT, f32, (HIDDEN, wide))
-        down = b.new_buffer(p + "down", BufferKind.ACTIVATION, f32, (1, HIDDEN))
-        dc = b.new_counter(p + "down")
-        d_tile = HIDDEN // tiles
-        for i in range(tiles):
-            b.add_task(
-                K.GEMV_TILE,
-                [act, dw],
-                [down],
-                out_counter=dc,
-                waits=[b.after(a)],
-                params={"K": wide, "N_tile": d_tile, "n_off": i * d_tile},
-                label=f"{p}down[t{i}]",
-            )
+        gate_done = b.join(b.tasks[-1].out_counter)
+        a = b.add_task(K.SILU_MUL, [gate, gate], [act], waits=[gate_done], label=p + "act")
+        down = _tiled_projection(b, p + "down", act, wide, HIDDEN, tiles, b.after(a))
         h_next = b.new_buffer(f"h{layer + 1}", BufferKind.ACTIVATION, f32, (1, HIDDEN))
-        r = b.add_task(K.ADD, [h, down], [h_next], waits=[Wait(dc, tiles)], label=p + "residual")
+        down_done = b.join(b.tasks[-1].out_counter)
+        r = b.add_task(K.ADD, [h, down], [h_next], waits=[down_done], label=p + "residual")
         h, h_wait, layer = h_next, b.after(r), layer + 1
     out = b.new_buffer("out", BufferKind.IO_OUTPUT, f32, (1, HIDDEN))
     b.add_task(K.COPY, [h], [out], waits=[h_wait], label="out")
@@ -109,6 +85,27 @@ def layered_program(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
     for task in b.tasks:
         task.sm = task.id % target.num_sms
     return b.build(meta={"gpu": "h100"}, target=target)
+
+
+def _tiled_projection(
+    b: ProgramBuilder, name: str, x: int, k: int, n: int, tiles: int, wait: Wait
+) -> int:
+    """``tiles`` GEMV tiles of ``x @ W.T`` into a new ``[1, n]`` activation, sharing one counter."""
+    w = b.new_buffer(name + ".w", BufferKind.WEIGHT, DType.F32, (n, k))
+    out = b.new_buffer(name, BufferKind.ACTIVATION, DType.F32, (1, n))
+    counter = b.new_counter(name)
+    width = n // tiles
+    for i in range(tiles):
+        b.add_task(
+            K.GEMV_TILE,
+            [x, w],
+            [out],
+            out_counter=counter,
+            waits=[wait],
+            params={"K": k, "N_tile": width, "n_off": i * width},
+            label=f"{name}[t{i}]",
+        )
+    return out
 
 
 def baseline_validate(prog: MegakernelProgram) -> list[str]:
