@@ -2,8 +2,9 @@
 
 Run: ``cd /work/main && python3 benchmarks/jsonio.py [--repeat N] [--sizes 1000,10000,100000]``.
 
-Each program is a chain of GEMV tiles and residual adds (every task has a wait, params and a
-label, so every record type is exercised). Printed per size: the median seconds of
+Each program is ``programs.chain``: GEMV tiles and residual adds (every task has a wait, params and
+a label, so every record type is exercised). The comparison with the original's reader is
+``load.py``. Printed per size: the median seconds of
 ``amkspec.loads`` and ``amkspec.dumps``, and their ratio to the standard library alone on the
 same text (``json.loads`` and ``json.dumps(indent=2)``), i.e. the price of typed records with
 path-naming errors and of the canonical writer.
@@ -20,42 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from amkspec.ir import (
-    TARGETS,
-    BufferKind,
-    DType,
-    InstructionKind,
-    MegakernelProgram,
-    ProgramBuilder,
-    dumps,
-    loads,
-    to_dict,
-)
+from programs import chain
 
-WIDTH = 64
-TILES = 4
-
-
-def chain_program(n_tasks: int) -> MegakernelProgram:
-    """About ``n_tasks`` tasks: per step ``TILES`` GEMV tiles under one counter, then an ADD."""
-    b = ProgramBuilder()
-    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, WIDTH))
-    w = b.new_buffer("w", BufferKind.WEIGHT, DType.F32, (WIDTH, WIDTH))
-    h, waits, step = x, [], 0
-    while len(b.tasks) + TILES + 2 <= n_tasks:
-        y = b.new_buffer(f"y{step}", BufferKind.ACTIVATION, DType.F32, (1, WIDTH))
-        c = b.new_counter(f"proj{step} ({TILES} tiles)")
-        n_tile = WIDTH // TILES
-        for i in range(TILES):
-            b.add_task(InstructionKind.GEMV_TILE, [h, w], [y], out_counter=c, waits=waits,
-                       params={"K": WIDTH, "N_tile": n_tile, "n_off": i * n_tile}, label=f"proj{step}[t{i}]")
-        out = b.new_buffer(f"h{step}", BufferKind.ACTIVATION, DType.F32, (1, WIDTH))
-        t = b.add_task(InstructionKind.ADD, [h, y], [out], waits=[*waits, b.join(c)], label=f"add{step}")
-        h, waits, step = out, [b.after(t)], step + 1
-    final = b.new_buffer("out", BufferKind.IO_OUTPUT, DType.F32, (1, WIDTH))
-    b.add_task(InstructionKind.COPY, [h], [final], waits=waits, label="out")
-    return b.build(meta={"model": "benchmarks.jsonio"}, target=TARGETS["h100"])
+from amkspec.ir import dumps, loads, to_dict
 
 
 def median_time(fn: Callable[[], object], repeat: int) -> float:
@@ -70,7 +40,7 @@ def median_time(fn: Callable[[], object], repeat: int) -> float:
 
 def measure(size: int, repeat: int) -> str:
     """One table row for a program of about ``size`` tasks."""
-    prog = chain_program(size)
+    prog = chain(size)
     text = dumps(prog)
     doc = to_dict(prog)
     load_s = median_time(lambda: loads(text), repeat)

@@ -1,6 +1,12 @@
 """ReferenceVM benchmark: scheduling overhead share, decode tokens/s, and page-reuse savings.
 
-Run: ``python3 benchmarks/vm.py [--repeats N] [--steps N] [--skip-medium]``. Prints medians.
+Run: ``python3 benchmarks/vm.py [--baseline PATH] [--repeats N] [--steps N] [--skip-medium]``.
+Prints medians.
+
+- per launch, against the real original ReferenceVM in the same process: the original's lowering
+  of each model (``compat=True``), the same weights, inputs and KV caches, decode steps threaded;
+  median seconds of ``run()`` for both, the speed-up (original / amkspec) and the largest absolute
+  difference of their outputs (0 means bit-identical);
 
 - overhead share = ``sched_s / (sched_s + compute_s)`` of one launch (``vm.last_stats``): the time
   the VM spends deciding what to run versus running the opcodes' numerics (target: ≤ 10%); also
@@ -21,8 +27,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from amkspec.ir import ScheduleConfig
+from baseline import Baseline, add_baseline_argument, open_baseline
+
+from amkspec.ir import ScheduleConfig, dumps
 from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import MEDIUM, TOY, TOY_2L, EagerDecoder, ModelConfig, make_weights
@@ -78,6 +87,35 @@ def decode_bench(model: ModelConfig, steps: int, repeats: int) -> dict[str, floa
     }
 
 
+def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline) -> str:
+    """One row: median seconds per launch of amkspec's and the original's ReferenceVM."""
+    orig_vm = base.reference_vm()
+    weights = make_weights(model)
+    ours_s, theirs_s, diff = [], [], 0.0
+    kv_ours: dict[str, torch.Tensor] | None = None
+    kv_theirs: dict[str, torch.Tensor] = {}
+    tok = 1
+    for pos in range(steps):
+        prog = lower(model, "h100", CONFIG, pos=pos, compat=True)
+        ours = ReferenceVM(prog)
+        theirs = orig_vm.ReferenceVM(base.program(dumps(prog)), weights)
+        inputs = {k: torch.from_numpy(v) for k, v in step_inputs(pos, [tok]).items()}
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            out = ours.run(weights, inputs, kv_ours)
+            ours_s.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            ref = theirs.run(inputs, dict(kv_theirs))
+            theirs_s.append(time.perf_counter() - t0)
+        diff = max([diff, *(float((out[k].float() - ref[k].float()).abs().max()) for k in out)])
+        kv_ours = {k: v for k, v in out.items() if k.endswith("cache")}
+        kv_theirs = {k: v for k, v in ref.items() if k.endswith("cache")}
+        tok = int(out["logits"].argmax())
+    a, b = statistics.median(ours_s), statistics.median(theirs_s)
+    return (f"  {model.name:8s} launch: amkspec {a * 1e3:8.2f} ms, original {b * 1e3:8.2f} ms, "
+            f"speed-up {b / a:5.2f}x, max |diff| {diff:.3g}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -85,9 +123,14 @@ def main() -> None:
     parser.add_argument("--skip-medium", action="store_true")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (1: tiny ops are dominated by thread wake-ups)")
+    add_baseline_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     models = [TOY, TOY_2L] + ([] if args.skip_medium else [MEDIUM])
+    base, banner = open_baseline(args.baseline)
+    print(f"per launch vs the original ReferenceVM ({banner}); {args.steps} steps x {args.repeats} repeats")
+    for m in models:
+        print(launch_compare(m, args.steps, args.repeats, base) if base else "  original not available")
     print("scratch bytes (activations): no reuse -> graph_color")
     for m in models:
         none, coloured = scratch(m)

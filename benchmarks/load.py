@@ -1,0 +1,60 @@
+"""Benchmark of reading the JSON format (spec §6): amkspec ``loads`` against the original's reader.
+
+Run: ``python3 benchmarks/load.py [--baseline PATH] [--repeat N]``.
+
+For each program family (``programs.py``) it prints the median process-CPU seconds of
+``amkspec.loads(text)`` and of the original's ``MegakernelProgram.from_json(text)`` on the same
+text, and the speed-up (original / amkspec; ≥ 1 means amkspec reads at least as fast). amkspec's
+reader also checks JSON paths, duplicate keys and size limits and keeps unknown fields, which the
+original does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from baseline import Unavailable, add_baseline_argument, median_time, open_baseline, ratio
+from programs import chain, fixtures, layered, lowered, wide
+
+from amkspec.ir import dumps, loads
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_baseline_argument(parser)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    base, banner = open_baseline(args.baseline)
+    print(banner)
+    print(f"  {'program':36s} {'MB':>6} {'amkspec ms':>10} {'orig. ms':>10} {'speed-up':>8}")
+    texts = [("layered 8k", dumps(layered(8000))), ("layered 100k", dumps(layered(100_000))),
+             ("chain 8k", dumps(chain(8000))), ("wide 4k tiles", dumps(wide(4000))),
+             *lowered(), *fixtures()]
+    ratios = []
+    for name, text in texts:
+        repeat = args.repeat if len(text) < 20_000_000 else max(1, args.repeat // 2)
+        ours = median_time(lambda t=text: loads(t), repeat)
+        theirs, note = None, ""
+        if base is None:
+            note = "original not available"
+        else:
+            try:
+                base.program(text)
+                theirs = median_time(lambda t=text: base.program(t), repeat)
+                ratios.append(theirs / ours)
+            except Unavailable as exc:
+                note = f"original {exc}"
+        print(f"  {name:36s} {len(text) / 1e6:6.2f} {ours * 1e3:10.2f} "
+              f"{'-' if theirs is None else f'{theirs * 1e3:10.2f}':>10} {ratio(ours, theirs):>8}  {note}")
+    if ratios:
+        print(f"  median speed-up: {statistics.median(ratios):.2f}x (min {min(ratios):.2f}x)")
+
+
+if __name__ == "__main__":
+    main()
