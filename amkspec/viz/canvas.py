@@ -78,10 +78,10 @@ def inline_svg(fig: Figure) -> str:
     return text[text.index("<svg") :]
 
 
-def save(fig: Figure, path: str | Path) -> None:
-    """Write ``fig`` to ``path`` as SVG (``.svg``) or PNG (anything else)."""
+def save(fig: Figure, path: str | Path, fmt: str | None = None) -> None:
+    """Write ``fig`` to ``path`` as ``fmt`` (``"svg"`` or ``"png"``; by default from the suffix)."""
     path = Path(path)
-    if path.suffix.lower() == ".svg":
+    if (fmt or path.suffix.lower().lstrip(".")) == "svg":
         path.write_text(svg_text(fig), encoding="utf-8")
     else:
         path.write_bytes(png_bytes(fig))

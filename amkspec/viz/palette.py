@@ -9,11 +9,29 @@ from __future__ import annotations
 from amkspec.ir import InstructionKind
 
 _LIGHT = (
-    "#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#ffff99", "#8dd3c7", "#bebada", "#80b1d3",
-    "#fdb462", "#b3de69", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f", "#c7e9c0", "#9ecae1",
-    "#dadaeb", "#fdd0a2", "#a1d99b", "#c6dbef",
-)  # fmt: skip
-"""Twenty light, non-red colours; opcode ``k`` gets ``_LIGHT[k]``."""
+    "#eeeeee",
+    "#b2df8a",
+    "#fdbf6f",
+    "#cab2d6",
+    "#e5d8bd",
+    "#8dd3c7",
+    "#bebada",
+    "#80b1d3",
+    "#ffff99",
+    "#b3de69",
+    "#ccebc5",
+    "#bc80bd",
+    "#d9b3ff",
+    "#d9d9d9",
+    "#ffed6f",
+    "#c7e9c0",
+    "#dfc27d",
+    "#fdd0a2",
+    "#c6dbef",
+    "#bababa",
+)
+"""Twenty light, non-red colours; opcode ``k`` gets ``_LIGHT[k]`` (the common opcodes of a decoder
+layer — COPY, EMBED, RMSNORM, GEMV_TILE, ATTENTION_TILE, ROPE, SILU_MUL, ADD, KV_APPEND — all differ)."""
 
 OTHER = "#e0e0e0"
 VIOLATION = "#d62728"

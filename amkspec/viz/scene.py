@@ -159,9 +159,9 @@ def _events(w: Mapping[str, Any]) -> list[tuple[str, int, dict[int, int]]]:
     ]
 
 
-def _selection(ix: ProgramIndex, w: Mapping[str, Any], events: list[tuple[str, int, dict[int, int]]]) -> (
-    tuple[list[int], str]
-):
+def _selection(
+    ix: ProgramIndex, w: Mapping[str, Any], events: list[tuple[str, int, dict[int, int]]]
+) -> tuple[list[int], str]:
     """The tasks to draw and the note saying what was left out."""
     named = named_tasks(w)
     full = list(dict.fromkeys([t for _, t, _ in events] + named))
@@ -202,7 +202,9 @@ def _lanes(ix: ProgramIndex, shown: list[int]) -> tuple[list[Lane], dict[int, in
 def _ghosts(ix: ProgramIndex, w: Mapping[str, Any], lane_of: dict[int, int]) -> list[Ghost]:
     out: list[Ghost] = []
     for b in w.get("blocked") or ():
-        why = [f"waits c{x['counter']} ≥ {x['threshold']}, c{x['counter']} = {x['value']}" for x in b["waits"]]
+        why = [
+            f"waits c{x['counter']} ≥ {x['threshold']}, c{x['counter']} = {x['value']}" for x in b["waits"]
+        ]
         if type(b.get("queue_predecessor")) is int:
             why.append(f"queued behind {ix.name(b['queue_predecessor'])}")
         out.append(Ghost(b["task"], lane_of[b["task"]], tuple(why), "blocked"))
@@ -210,7 +212,8 @@ def _ghosts(ix: ProgramIndex, w: Mapping[str, Any], lane_of: dict[int, int]) -> 
     for e in w.get("cycle") or ():
         waiting.setdefault(e["to"], []).append(f"waits for {ix.name(e['from'])} ({e['via']})")
     blocked = {g.task for g in out}
-    out.extend(Ghost(t, lane_of[t], tuple(why), "cycle") for t, why in waiting.items() if t not in blocked)
+    cyclic = sorted((t for t in waiting if t not in blocked), key=lambda t: lane_of[t])
+    out.extend(Ghost(t, lane_of[t], tuple(waiting[t]), "cycle") for t in cyclic)
     return out
 
 

@@ -85,14 +85,16 @@ class _Timeline:
         buf = s.buffers.get("buffer", "the buffer")
         name = s.names.get
         if s.kind in ("read-race", "kv-race") and {"reader", "writer"} <= roles.keys():
-            return f"{name(roles['reader'])} reads {buf} while {name(roles['writer'])} has not finished writing it"
+            reader, writer = name(roles["reader"]), name(roles["writer"])
+            return f"{reader} reads {buf} while {writer} has not finished writing it"
         if s.kind == "unwritten-read" and "reader" in roles:
             return f"{name(roles['reader'])} reads {buf}, which no task writes"
         if s.kind == "write-race" and {"first", "second"} <= roles.keys():
             return f"{name(roles['first'])} and {name(roles['second'])} both write {buf} at once"
         if s.kind == "page-clobber" and {"clobberer", "reader"} <= roles.keys():
             other = s.buffers.get("other", "another buffer")
-            return f"{name(roles['clobberer'])} overwrites the page of {buf} with {other} before {name(roles['reader'])} reads {buf}"
+            clobberer, reader = name(roles["clobberer"]), name(roles["reader"])
+            return f"{clobberer} overwrites the page of {buf} with {other} before {reader} reads {buf}"
         return ""
 
     def width_in(self) -> float:
@@ -109,11 +111,29 @@ class _Timeline:
         total = head_in + main_in + (counters_in + 0.15 if counters_in else 0) + foot_in
         fig = canvas.new_figure(self.width_in(), total)
         top = 1 - head_in / total
-        fig.text(0.0, 1 - 0.1 / total, "\n".join(title_lines), va="top", ha="left", fontsize=10,
-                 weight="bold", color=INK, gid=self.gid("title"))  # fmt: skip
+        fig.text(
+            0.0,
+            1 - 0.1 / total,
+            "\n".join(title_lines),
+            va="top",
+            ha="left",
+            fontsize=10,
+            weight="bold",
+            color=INK,
+            gid=self.gid("title"),
+        )
         if note_lines:
-            fig.text(0.0, 1 - (0.15 + 0.2 * len(title_lines)) / total, "\n".join(note_lines), va="top",
-                     ha="left", fontsize=7.5, style="italic", color=MUTED, gid=self.gid("neighbourhood"))  # fmt: skip
+            fig.text(
+                0.0,
+                1 - (0.15 + 0.2 * len(title_lines)) / total,
+                "\n".join(note_lines),
+                va="top",
+                ha="left",
+                fontsize=7.5,
+                style="italic",
+                color=MUTED,
+                gid=self.gid("neighbourhood"),
+            )
         ax = fig.add_axes((0.0, top - main_in / total, 1.0, main_in / total))
         self._lanes(ax)
         if s.counters:
@@ -171,8 +191,17 @@ class _Timeline:
         ax.add_patch(rect)
         self.patches[b.task] = rect
         if self._sm_lane(b.lane):
-            text = ax.text(b.start + 0.08, b.lane, self.s.names[b.task], fontsize=7, va="center", ha="left",
-                           color=INK, zorder=4, clip_on=True)  # fmt: skip
+            text = ax.text(
+                b.start + 0.08,
+                b.lane,
+                self.s.names[b.task],
+                fontsize=7,
+                va="center",
+                ha="left",
+                color=INK,
+                zorder=4,
+                clip_on=True,
+            )
             text.set_clip_path(rect)
 
     def _ghost(self, ax: Axes, g: Ghost) -> None:
@@ -181,15 +210,42 @@ class _Timeline:
         x, w = self.ghost_at[g.task]
         colour = VIOLATION if g.kind == "cycle" else BLOCKED
         box = FancyBboxPatch(
-            (x, g.lane - BAR_H / 2), w, BAR_H, boxstyle="round,pad=0,rounding_size=0.08",
-            facecolor="white", edgecolor=colour, lw=1.6, ls="--", zorder=3, gid=self.gid(g.kind, g.task),
-        )  # fmt: skip
+            (x, g.lane - BAR_H / 2),
+            w,
+            BAR_H,
+            boxstyle="round,pad=0,rounding_size=0.08",
+            facecolor="white",
+            edgecolor=colour,
+            lw=1.6,
+            ls="--",
+            zorder=3,
+            gid=self.gid(g.kind, g.task),
+        )
         ax.add_patch(box)
         self.patches[g.task] = box
-        ax.text(x + 0.1, g.lane - 0.12, self.s.names.get(g.task, str(g.task)), fontsize=7, weight="bold",
-                va="center", ha="left", color=INK, zorder=4, gid=self.gid("task", g.task))  # fmt: skip
-        ax.text(x + 0.1, g.lane + 0.15, "; ".join(g.why), fontsize=6.5, va="center", ha="left",
-                color=colour, zorder=4, gid=self.gid(g.kind, g.task, "why"))  # fmt: skip
+        ax.text(
+            x + 0.1,
+            g.lane - 0.12,
+            self.s.names.get(g.task, str(g.task)),
+            fontsize=7,
+            weight="bold",
+            va="center",
+            ha="left",
+            color=INK,
+            zorder=4,
+            gid=self.gid("task", g.task),
+        )
+        ax.text(
+            x + 0.1,
+            g.lane + 0.15,
+            "; ".join(g.why),
+            fontsize=6.5,
+            va="center",
+            ha="left",
+            color=colour,
+            zorder=4,
+            gid=self.gid(g.kind, g.task, "why"),
+        )
 
     # -- the violation ----------------------------------------------------------------------------
 
@@ -211,17 +267,25 @@ class _Timeline:
         elif s.kind == "page-clobber" and {"clobberer", "reader"} <= roles.keys():
             mark = self._clobber_arrow(ax, roles["clobberer"], roles["reader"])
         if mark is not None and self.caption:
-            ax.annotate(self.caption, xy=mark, xytext=(self.content_right + 0.5, mark[1]), fontsize=7.5,
-                        color=VIOLATION, weight="bold", ha="left", va="center", zorder=7,
-                        gid=self.gid("violation", "text"),
-                        arrowprops={"arrowstyle": "-", "color": VIOLATION, "lw": 0.8, "ls": ":"},
-                        bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": VIOLATION,
-                              "lw": 0.8})  # fmt: skip
+            ax.annotate(
+                self.caption,
+                xy=mark,
+                xytext=(self.content_right + 0.5, mark[1]),
+                fontsize=7.5,
+                color=VIOLATION,
+                weight="bold",
+                ha="left",
+                va="center",
+                zorder=7,
+                gid=self.gid("violation", "text"),
+                arrowprops={"arrowstyle": "-", "color": VIOLATION, "lw": 0.8, "ls": ":"},
+                bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": VIOLATION, "lw": 0.8},
+            )
         for g in s.ghosts:
             self._blocking_links(ax, g)
         for e in s.cycle:
             if e.src in self.patches and e.dst in self.patches:
-                self._link(ax, e.src, e.dst, e.via, self.gid("cycle-edge", e.src, e.dst), VIOLATION)
+                self._link(ax, e.src, e.dst, e.via, self.gid("cycle-edge", e.src, e.dst), VIOLATION, 0.3)
 
     def _blocking_links(self, ax: Axes, g: Ghost) -> None:
         """Inside a stuck state: which blocked task holds back which (a wait or an SM queue)."""
@@ -251,7 +315,9 @@ class _Timeline:
             return ghost.lane
         sm = self.ix.sms.get(task)
         return next(
-            n for n, lane in enumerate(self.s.lanes) if lane.task == task or (sm is not None and lane.sm == sm)
+            n
+            for n, lane in enumerate(self.s.lanes)
+            if lane.task == task or (sm is not None and lane.sm == sm)
         )
 
     def _span(self, task: int) -> tuple[float, float]:
@@ -268,9 +334,19 @@ class _Timeline:
         x0, x1 = self._span(task)
         lane = self._lane_of(task)
         unstarted = task not in self.bars
-        ax.add_patch(Rectangle((x0, lane - BAR_H / 2), max(x1 - x0, 0.35), BAR_H, fill=False,
-                               edgecolor=VIOLATION, lw=2.4, ls="--" if unstarted else "-", zorder=5,
-                               gid=self.gid("role", role)))  # fmt: skip
+        ax.add_patch(
+            Rectangle(
+                (x0, lane - BAR_H / 2),
+                max(x1 - x0, 0.35),
+                BAR_H,
+                fill=False,
+                edgecolor=VIOLATION,
+                lw=2.4,
+                ls="--" if unstarted else "-",
+                zorder=5,
+                gid=self.gid("role", role),
+            )
+        )
         if unstarted:
             ax.text(x0 - 0.08, lane, "not started", fontsize=6.5, ha="right", va="center", color=VIOLATION)
 
@@ -281,8 +357,18 @@ class _Timeline:
         x = self._x_of(reader)
         y0, y1 = self._lane_of(reader), self._lane_of(writer)
         dy = BAR_H / 2 if y1 > y0 else -BAR_H / 2
-        ax.add_patch(FancyArrowPatch((x, y0 + dy), (x, y1 - dy), arrowstyle="<|-|>", mutation_scale=10,
-                                     color=VIOLATION, lw=2, zorder=6, gid=self.gid("violation")))  # fmt: skip
+        ax.add_patch(
+            FancyArrowPatch(
+                (x, y0 + dy),
+                (x, y1 - dy),
+                arrowstyle="<|-|>",
+                mutation_scale=10,
+                color=VIOLATION,
+                lw=2,
+                zorder=6,
+                gid=self.gid("violation"),
+            )
+        )
         return x, (y0 + y1) / 2
 
     def _clobber_arrow(self, ax: Axes, clobberer: int, reader: int) -> tuple[float, float]:
@@ -291,8 +377,18 @@ class _Timeline:
 
         a = (self._span(clobberer)[1], float(self._lane_of(clobberer)))
         b = (self._x_of(reader), float(self._lane_of(reader)))
-        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=12, color=VIOLATION, lw=2,
-                                     zorder=6, gid=self.gid("violation")))  # fmt: skip
+        ax.add_patch(
+            FancyArrowPatch(
+                a,
+                b,
+                arrowstyle="-|>",
+                mutation_scale=12,
+                color=VIOLATION,
+                lw=2,
+                zorder=6,
+                gid=self.gid("violation"),
+            )
+        )
         return (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
 
     def _overlap(self, ax: Axes, first: int, second: int) -> tuple[float, float] | None:
@@ -305,27 +401,61 @@ class _Timeline:
         x0, x1 = max(a0, b0), min(a1, b1)
         lanes = [self.bars[first].lane, self.bars[second].lane]
         y0, y1 = min(lanes) - BAR_H / 2 - 0.1, max(lanes) + BAR_H / 2 + 0.1
-        ax.add_patch(Rectangle((x0, y0), max(x1 - x0, 0.2), y1 - y0, facecolor=VIOLATION_FILL, alpha=0.5,
-                               edgecolor=VIOLATION, lw=1.2, zorder=2, gid=self.gid("violation")))  # fmt: skip
+        ax.add_patch(
+            Rectangle(
+                (x0, y0),
+                max(x1 - x0, 0.2),
+                y1 - y0,
+                facecolor=VIOLATION_FILL,
+                alpha=0.5,
+                edgecolor=VIOLATION,
+                lw=1.2,
+                zorder=2,
+                gid=self.gid("violation"),
+            )
+        )
         return max(x1, x0 + 0.2), (y0 + y1) / 2
 
-    def _link(self, ax: Axes, src: int, dst: int, via: str, element_id: str, colour: str) -> None:
-        """An arrow between two drawn tasks (clipped at their boxes), labelled ``via``; straight
-        between lanes, arched over one lane."""
+    def _link(
+        self, ax: Axes, src: int, dst: int, via: str, element_id: str, colour: str, bend: float = 0.0
+    ) -> None:
+        """An arrow between two drawn tasks (clipped at their boxes), labelled ``via``; bent by
+        ``bend`` between lanes, arched over one lane."""
         from matplotlib.patches import FancyArrowPatch
 
         a = (self._x_of(src), float(self._lane_of(src)))
         b = (self._x_of(dst), float(self._lane_of(dst)))
-        rad = 0.35 if a[1] == b[1] else 0.0
-        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=12, connectionstyle=f"arc3,rad={rad}",
-                                     patchA=self.patches.get(src), patchB=self.patches.get(dst), color=colour,
-                                     lw=1.6, zorder=6, gid=element_id))  # fmt: skip
+        rad = 0.35 if a[1] == b[1] else bend
+        ax.add_patch(
+            FancyArrowPatch(
+                a,
+                b,
+                arrowstyle="-|>",
+                mutation_scale=12,
+                connectionstyle=f"arc3,rad={rad}",
+                patchA=self.patches.get(src),
+                patchB=self.patches.get(dst),
+                color=colour,
+                lw=1.6,
+                zorder=6,
+                gid=element_id,
+            )
+        )
         # the middle of the arc, in inches (y up), mapped back to data coordinates
         sx, sy = self.width_in() / (self.xlim[1] - self.xlim[0]), LANE_IN
         ax_, ay, bx, by = a[0] * sx, -a[1] * sy, b[0] * sx, -b[1] * sy
         mx, my = (ax_ + bx) / 2 + rad / 2 * (by - ay), (ay + by) / 2 - rad / 2 * (bx - ax_)
-        ax.text(mx / sx, -my / sy, via, fontsize=6.5, color=colour, ha="center", va="center", zorder=7,
-                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"})  # fmt: skip
+        ax.text(
+            mx / sx,
+            -my / sy,
+            via,
+            fontsize=6.5,
+            color=colour,
+            ha="center",
+            va="center",
+            zorder=7,
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"},
+        )
 
     # -- counters ---------------------------------------------------------------------------------
 
@@ -335,8 +465,11 @@ class _Timeline:
         ax.set_xlim(*self.xlim)
         ax.set_ylim(0, k)
         ax.set_xticks([])
-        ax.set_yticks([k - r - 0.5 for r in range(k)], [self.ix.counter_name(t.counter) for t in s.counters],
-                      fontsize=7.5)  # fmt: skip
+        ax.set_yticks(
+            [k - r - 0.5 for r in range(k)],
+            [self.ix.counter_name(t.counter) for t in s.counters],
+            fontsize=7.5,
+        )
         ax.tick_params(axis="both", length=0)
         for side in ("right", "top", "bottom"):
             ax.spines[side].set_visible(False)
@@ -355,13 +488,37 @@ class _Timeline:
         ax.axhline(base, color=GRID, lw=0.5)
         xs = [self.xlim[0], *range(len(t.values)), right]
         vs = [t.initial, *t.values, t.values[-1] if t.values else t.initial]
-        ax.step(xs, [y(v) for v in vs], where="post", color=INK, lw=1.6, zorder=3, gid=self.gid("counter", t.counter))
-        ax.text(self.xlim[0] + 0.05, y(t.initial) + 0.04, str(t.initial), fontsize=7, va="bottom", color=INK,
-                weight="bold")  # fmt: skip
+        ax.step(
+            xs,
+            [y(v) for v in vs],
+            where="post",
+            color=INK,
+            lw=1.6,
+            zorder=3,
+            gid=self.gid("counter", t.counter),
+        )
+        ax.text(
+            self.xlim[0] + 0.05,
+            y(t.initial) + 0.04,
+            str(t.initial),
+            fontsize=7,
+            va="bottom",
+            color=INK,
+            weight="bold",
+        )
         prev = t.initial
         for x, v in enumerate(t.values):
             if v != prev:
-                ax.text(x + 0.06, y(v) + 0.04, str(v), fontsize=7, va="bottom", ha="left", color=INK, weight="bold")
+                ax.text(
+                    x + 0.06,
+                    y(v) + 0.04,
+                    str(v),
+                    fontsize=7,
+                    va="bottom",
+                    ha="left",
+                    color=INK,
+                    weight="bold",
+                )
             prev = v
         labels = []
         for th in t.thresholds:
@@ -370,8 +527,15 @@ class _Timeline:
             bad = th.value < t.full and any(self.s.role_of(w) for w in th.waiters)
             stuck = th.value > t.full or any(w in self.ghost_at for w in th.waiters)
             colour = VIOLATION if bad else BLOCKED if stuck else MUTED
-            ax.plot([self.xlim[0], right], [y(th.value)] * 2, color=colour, lw=1, ls="--", zorder=2,
-                    gid=self.gid("threshold", t.counter, th.value))  # fmt: skip
+            ax.plot(
+                [self.xlim[0], right],
+                [y(th.value)] * 2,
+                color=colour,
+                lw=1,
+                ls="--",
+                zorder=2,
+                gid=self.gid("threshold", t.counter, th.value),
+            )
             note = " (all producers)" if th.value == t.full else f" (of {t.full})"
             labels.append((th.value, f"{who} waits ≥ {th.value}{note}", colour))
         if t.full not in {th.value for th in t.thresholds}:
@@ -390,18 +554,28 @@ class _Timeline:
         ops = list(dict.fromkeys(self.ix.ops.get(b.task, "") for b in s.bars))
         handles: list[Any] = [Patch(facecolor=op_colour(op), edgecolor=INK, label=op) for op in ops]
         if any(b.end is None for b in s.bars):
-            handles.append(Patch(facecolor="white", edgecolor=INK, hatch="////", label="still running at the end"))
+            handles.append(
+                Patch(facecolor="white", edgecolor=INK, hatch="////", label="still running at the end")
+            )
         if any(s.role_of(t) for t in s.names) or s.cycle:
             handles.append(Patch(facecolor="white", edgecolor=VIOLATION, lw=2, label="violating task"))
         if any(g.kind == "blocked" for g in s.ghosts):
-            handles.append(Patch(facecolor="white", edgecolor=BLOCKED, ls="--", label="blocked: never starts"))
+            handles.append(
+                Patch(facecolor="white", edgecolor=BLOCKED, ls="--", label="blocked: never starts")
+            )
         if s.counters:
             handles += [
                 Line2D([], [], color=INK, lw=1.6, label="counter value"),
                 Line2D([], [], color=MUTED, ls="--", label="wait threshold"),
             ]
-        legend = fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 0.0), ncol=min(6, len(handles)),
-                            fontsize=7, frameon=False)  # fmt: skip
+        legend = fig.legend(
+            handles=handles,
+            loc="lower left",
+            bbox_to_anchor=(0.0, 0.0),
+            ncol=min(6, len(handles)),
+            fontsize=7,
+            frameon=False,
+        )
         legend.set_gid(self.prefix + gid("legend"))
 
 
