@@ -226,8 +226,7 @@ def _counters(
 ) -> list[CounterTrack]:
     """Counters the drawn tasks wait on, their value after each drawn event, and the thresholds."""
     blocked_counters = [x["counter"] for b in w.get("blocked") or () for x in b["waits"]]
-    focus = set(named_tasks(w))
-    waited = [c for t in shown if t in focus for c, _ in ix.waits.get(t, ())]
+    waited = [c for t in named_tasks(w) for c, _ in ix.waits.get(t, ())]
     waited += [c for t in shown for c, _ in ix.waits.get(t, ())]
     wanted = list(dict.fromkeys(blocked_counters + [c for c in w.get("counters") or ()] + waited))
     wanted = wanted[:MAX_COUNTERS]

@@ -34,6 +34,10 @@ COUNTER_IN = 0.55
 CHAR_IN = 0.05
 """Approximate width of one character of the 7 pt label font, for sizing boxes."""
 BAR_H = 0.64
+WIDE_EVENTS = 12
+"""Above this many events, bars in per-task lanes repeat the task's name (the lane label is far away)."""
+RUN_TAIL = 1.4
+"""How far (in events) a task still running when the witness stops is drawn past the last event."""
 MAX_GHOST_COLUMNS = 8
 """Up to this many blocked (or cyclic) tasks each get their own column."""
 
@@ -52,7 +56,7 @@ class _Timeline:
     def __init__(self, scene: TimelineScene, ix: ProgramIndex, prefix: str) -> None:
         self.s, self.ix, self.prefix = scene, ix, prefix
         self.n = len(scene.events)
-        self.run_end = self.n - 1 + 0.8 if self.n else 0.0
+        self.run_end = self.n - 1 + RUN_TAIL if self.n else 0.0
         self.bars = {b.task: b for b in scene.bars}
         self.ghost_at = self._place_ghosts()
         self.content_right = max([self.run_end, *(x + w for x, w in self.ghost_at.values())])
@@ -97,6 +101,10 @@ class _Timeline:
             return f"{clobberer} overwrites the page of {buf} with {other} before {reader} reads {buf}"
         return ""
 
+    def _long_ticks(self) -> bool:
+        """Step numbers too wide to sit side by side are turned."""
+        return bool(self.s.steps) and len(str(self.s.steps[-1])) > 3
+
     def width_in(self) -> float:
         return max(6.5, (self.xlim[1] - self.xlim[0]) * UNIT_IN)
 
@@ -104,7 +112,8 @@ class _Timeline:
         s = self.s
         title_lines = textwrap.wrap(s.title, int(self.width_in() / 0.075)) or [""]
         note_lines = textwrap.wrap(s.note, int(self.width_in() / 0.06)) if s.note else []
-        head_in = 0.15 + 0.2 * len(title_lines) + 0.17 * len(note_lines) + (0.45 if self.n else 0.1)
+        ticks_in = (0.45 + 0.3 * self._long_ticks()) if self.n else 0.1
+        head_in = 0.15 + 0.2 * len(title_lines) + 0.17 * len(note_lines) + ticks_in
         main_in = max(1, len(s.lanes)) * LANE_IN + 0.1
         counters_in = len(s.counters) * COUNTER_IN
         foot_in = 0.45
@@ -151,7 +160,7 @@ class _Timeline:
         ax.set_ylim(len(s.lanes) - 0.5, -0.5)
         ax.set_yticks(range(len(s.lanes)), [lane.label for lane in s.lanes], fontsize=8)
         ax.xaxis.tick_top()
-        ax.set_xticks(range(self.n), [str(n) for n in s.steps], fontsize=7)
+        ax.set_xticks(range(self.n), [str(n) for n in s.steps], fontsize=7, rotation=60 * self._long_ticks())
         ax.tick_params(axis="both", length=0)
         if self.n:
             ax.set_xlabel("witness step (event order)", fontsize=7.5, color=MUTED, loc="left")
@@ -168,9 +177,6 @@ class _Timeline:
         for g in s.ghosts:
             self._ghost(ax, g)
         self._violation(ax)
-
-    def _sm_lane(self, lane: int) -> bool:
-        return self.s.lanes[lane].task is None
 
     def _bar(self, ax: Axes, b: Bar) -> None:
         from matplotlib.patches import Rectangle
@@ -190,19 +196,28 @@ class _Timeline:
         )
         ax.add_patch(rect)
         self.patches[b.task] = rect
-        if self._sm_lane(b.lane):
-            text = ax.text(
-                b.start + 0.08,
-                b.lane,
-                self.s.names[b.task],
-                fontsize=7,
-                va="center",
-                ha="left",
-                color=INK,
-                zorder=4,
-                clip_on=True,
-            )
-            text.set_clip_path(rect)
+        if self.s.lanes[b.lane].task is not None and self.n <= WIDE_EVENTS:
+            return  # the lane's label names the task, close enough to read
+        text = ax.text(
+            b.start + 0.08,
+            b.lane,
+            self.s.names[b.task],
+            fontsize=7,
+            va="center",
+            ha="left",
+            color=INK,
+            zorder=4,
+            bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none", "alpha": 0.75},
+        )
+        text.set_clip_path(
+            Rectangle((b.start, b.lane - BAR_H / 2), self._room(b), BAR_H, transform=ax.transData)
+        )
+
+    def _room(self, b: Bar) -> float:
+        """How far a bar's label may run: to the next bar (or blocked task) in the lane."""
+        later = [o.start for o in self.s.bars if o.lane == b.lane and o.start > b.start]
+        later += [x for t, (x, _) in self.ghost_at.items() if self._lane_of(t) == b.lane]
+        return min(later, default=self.content_right) - b.start - 0.05
 
     def _ghost(self, ax: Axes, g: Ghost) -> None:
         from matplotlib.patches import FancyBboxPatch
