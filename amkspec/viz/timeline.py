@@ -363,7 +363,17 @@ class _Timeline:
             )
         )
         if unstarted:
-            ax.text(x0 - 0.08, lane, "not started", fontsize=6.5, ha="right", va="center", color=VIOLATION)
+            name = self.s.names.get(task, str(task))
+            ax.text(
+                x0 - 0.08,
+                lane,
+                f"{name} not started",
+                fontsize=6.5,
+                ha="right",
+                va="center",
+                color=VIOLATION,
+                gid=self.gid("task", task),
+            )
 
     def _read_arrow(self, ax: Axes, reader: int, writer: int) -> tuple[float, float]:
         """The reader's start, joined to the writer it races with."""
