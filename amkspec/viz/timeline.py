@@ -215,7 +215,7 @@ class _Timeline:
 
     def _room(self, b: Bar) -> float:
         """How far a bar's label may run: to the next bar (or blocked task) in the lane."""
-        later = [o.start for o in self.s.bars if o.lane == b.lane and o.start > b.start]
+        later: list[float] = [o.start for o in self.s.bars if o.lane == b.lane and o.start > b.start]
         later += [x for t, (x, _) in self.ghost_at.items() if self._lane_of(t) == b.lane]
         return min(later, default=self.content_right) - b.start - 0.05
 

@@ -1,4 +1,4 @@
-"""``amkspec explain --svg/--png/--html`` and ``amkspec info --svg/--png --highlight`` (amkspec.viz.export)."""
+"""``amkspec explain --svg/--png/--html`` and ``amkspec info --svg/--png --highlight``."""
 
 from __future__ import annotations
 
