@@ -32,6 +32,8 @@ GAP_IN = 1.25
 """Horizontal room between layers, for the edges and their ``c ≥ t`` labels."""
 ROW_IN = 0.62
 PORT_IN = 0.11
+BACK_RAD = 0.5
+"""Curvature of edges that run right to left (a cycle, an SM queue)."""
 
 
 def graph_figure(
@@ -71,9 +73,20 @@ class _Graph:
         m = self.waits[p.task]
         return x - self.box_w / 2, y + ((m - 1) / 2 - p.k) * PORT_IN
 
+    def _arc_room(self) -> float:
+        """Height the arcs of back edges (cycles, SM queues) bulge above or below the rows."""
+        spans = [
+            abs(self.at(src)[0] - self.at(p.task)[0])
+            for p in self.s.ports
+            for src in p.producers
+            if self.s.layer[src] >= self.s.layer[p.task]
+        ]
+        spans += [abs(self.at(a)[0] - self.at(b)[0]) for a, b in self.s.queue_edges]
+        return max(spans, default=0.0) * BACK_RAD / 2 + (0.2 if spans else 0.0)
+
     def draw(self) -> Figure:
         width = self.layers * (self.box_w + GAP_IN) - GAP_IN + 0.6
-        height = (2 * self.rows + 1) * ROW_IN + 0.4
+        height = (2 * self.rows + 1) * ROW_IN + 0.4 + 2 * self._arc_room()
         title = textwrap.wrap(self.s.title, max(40, int(width / 0.075))) if self.s.title else []
         note = textwrap.wrap(self.s.note, max(40, int(width / 0.062))) if self.s.note else []
         head = 0.1 + 0.2 * len(title) + 0.17 * len(note)
@@ -106,7 +119,8 @@ class _Graph:
             )
         ax = fig.add_axes((0.0, foot / total, width / max(width, 5.0), height / total))
         ax.set_xlim(-0.3, width - 0.3)
-        ax.set_ylim(-(self.rows + 0.5) * ROW_IN - 0.2, (self.rows + 0.5) * ROW_IN + 0.2)
+        room = (self.rows + 0.5) * ROW_IN + 0.2 + self._arc_room()
+        ax.set_ylim(-room, room)
         ax.set_axis_off()
         for p in self.s.ports:
             self._port(ax, p)
@@ -194,7 +208,7 @@ class _Graph:
                     (px, py),
                     arrowstyle="-|>",
                     mutation_scale=9,
-                    connectionstyle="arc3,rad=-0.5" if back else "arc3,rad=0",
+                    connectionstyle=f"arc3,rad={-BACK_RAD if back else 0}",
                     color=VIOLATION if both else "#555555",
                     lw=1.6 if both else 0.8,
                     zorder=2,
@@ -224,7 +238,7 @@ class _Graph:
                 (bx, by - self.box_h(b) / 2),
                 arrowstyle="-|>",
                 mutation_scale=9,
-                connectionstyle="arc3,rad=0.4",
+                connectionstyle=f"arc3,rad={BACK_RAD}",
                 color=VIOLATION,
                 ls="--",
                 lw=1.2,

@@ -38,6 +38,8 @@ WIDE_EVENTS = 12
 """Above this many events, bars in per-task lanes repeat the task's name (the lane label is far away)."""
 RUN_TAIL = 1.4
 """How far (in events) a task still running when the witness stops is drawn past the last event."""
+BRACKET_ROOM = 2.4
+"""Room (in events) beside blocked tasks for the brackets and labels of the arrows between them."""
 MAX_GHOST_COLUMNS = 8
 """Up to this many blocked (or cyclic) tasks each get their own column."""
 
@@ -62,21 +64,23 @@ class _Timeline:
         self.content_right = max([self.run_end, *(x + w for x, w in self.ghost_at.values())])
         self.caption = self._caption_text()
         margin = (len(self.caption) * CHAR_IN + 0.4) / UNIT_IN if self.caption else 0.0
-        self.xlim = (-0.7, self.content_right + 0.4 + margin)
+        brackets = BRACKET_ROOM if scene.ghosts else 0.0
+        self.xlim = (-0.7, self.content_right + 0.4 + max(margin, brackets))
         self.patches: dict[int, Any] = {}
 
     def gid(self, *parts: object) -> str:
         return self.prefix + gid(*parts)
 
     def _place_ghosts(self) -> dict[int, tuple[float, float]]:
-        """x and width of each ghost after the last event: each in its own column when there are
-        few (so arrows between them stay visible), else side by side per lane."""
-        shared = len(self.s.ghosts) <= MAX_GHOST_COLUMNS
+        """x and width of each ghost after the last event: side by side per lane, except that a
+        few ghosts sharing an SM lane each get their own column (so arrows between them stay visible)."""
+        lanes = [g.lane for g in self.s.ghosts]
+        shared = len(lanes) <= MAX_GHOST_COLUMNS and len(set(lanes)) < len(lanes)
         cursor: dict[int, float] = {}
         out = {}
         for g in self.s.ghosts:
             key = -1 if shared else g.lane
-            x = cursor.get(key, self.run_end + 0.35 if self.n else 0.0)
+            x = cursor.get(key, self.run_end + 0.35 if self.n else BRACKET_ROOM)
             chars = max(len(self.s.names.get(g.task, "")), len("; ".join(g.why)))
             width = (chars * CHAR_IN + 0.25) / UNIT_IN
             out[g.task] = (x, width)
@@ -104,6 +108,10 @@ class _Timeline:
     def _long_ticks(self) -> bool:
         """Step numbers too wide to sit side by side are turned."""
         return bool(self.s.steps) and len(str(self.s.steps[-1])) > 3
+
+    def axes_in(self) -> float:
+        """Width of the lanes: exactly :data:`UNIT_IN` per x unit, so sizes computed in inches hold."""
+        return (self.xlim[1] - self.xlim[0]) * UNIT_IN
 
     def width_in(self) -> float:
         return max(6.5, (self.xlim[1] - self.xlim[0]) * UNIT_IN)
@@ -143,11 +151,12 @@ class _Timeline:
                 color=MUTED,
                 gid=self.gid("neighbourhood"),
             )
-        ax = fig.add_axes((0.0, top - main_in / total, 1.0, main_in / total))
+        span = self.axes_in() / self.width_in()
+        ax = fig.add_axes((0.0, top - main_in / total, span, main_in / total))
         self._lanes(ax)
         if s.counters:
             bottom = top - (main_in + 0.15 + counters_in) / total
-            cax = fig.add_axes((0.0, bottom, 1.0, counters_in / total))
+            cax = fig.add_axes((0.0, bottom, span, counters_in / total))
             self._counters(cax)
         self._legend(fig)
         return fig
@@ -441,6 +450,48 @@ class _Timeline:
         )
         return max(x1, x0 + 0.2), (y0 + y1) / 2
 
+    def _stacked(self, src: int, dst: int) -> bool:
+        """Two ghosts in different lanes, one above the other."""
+        if src not in self.ghost_at or dst not in self.ghost_at or self._lane_of(src) == self._lane_of(dst):
+            return False
+        (a, wa), (b, wb) = self.ghost_at[src], self.ghost_at[dst]
+        return a < b + wb and b < a + wa
+
+    def _bracket(self, ax: Axes, src: int, dst: int, via: str, element_id: str, colour: str) -> None:
+        """Between stacked ghosts: a bracket on the right (going down) or the left (going up)."""
+        from matplotlib.patches import FancyArrowPatch
+
+        down = self._lane_of(src) < self._lane_of(dst)
+        (a, wa), (b, wb) = self.ghost_at[src], self.ghost_at[dst]
+        xa, xb = (a + wa, b + wb) if down else (a, b)
+        ya, yb = float(self._lane_of(src)), float(self._lane_of(dst))
+        angle = 0 if down else 180
+        ax.add_patch(
+            FancyArrowPatch(
+                (xa, ya),
+                (xb, yb),
+                arrowstyle="-|>",
+                mutation_scale=12,
+                connectionstyle=f"arc,angleA={angle},angleB={angle},armA=22,armB=22,rad=4",
+                color=colour,
+                lw=1.6,
+                zorder=6,
+                gid=element_id,
+            )
+        )
+        arm = (22 / 72 + 0.06) / UNIT_IN
+        edge = max(xa, xb) + arm if down else min(xa, xb) - arm
+        ax.text(
+            edge,
+            (ya + yb) / 2,
+            via,
+            fontsize=6.5,
+            color=colour,
+            ha="left" if down else "right",
+            va="center",
+            zorder=7,
+        )
+
     def _link(
         self, ax: Axes, src: int, dst: int, via: str, element_id: str, colour: str, bend: float = 0.0
     ) -> None:
@@ -448,6 +499,9 @@ class _Timeline:
         ``bend`` between lanes, arched over one lane."""
         from matplotlib.patches import FancyArrowPatch
 
+        if self._stacked(src, dst):
+            self._bracket(ax, src, dst, via, element_id, colour)
+            return
         a = (self._x_of(src), float(self._lane_of(src)))
         b = (self._x_of(dst), float(self._lane_of(dst)))
         rad = 0.35 if a[1] == b[1] else bend
@@ -467,7 +521,7 @@ class _Timeline:
             )
         )
         # the middle of the arc, in inches (y up), mapped back to data coordinates
-        sx, sy = self.width_in() / (self.xlim[1] - self.xlim[0]), LANE_IN
+        sx, sy = UNIT_IN, LANE_IN
         ax_, ay, bx, by = a[0] * sx, -a[1] * sy, b[0] * sx, -b[1] * sy
         mx, my = (ax_ + bx) / 2 + rad / 2 * (by - ay), (ay + by) / 2 - rad / 2 * (bx - ax_)
         ax.text(
