@@ -504,7 +504,8 @@ class _Timeline:
             return
         a = (self._x_of(src), float(self._lane_of(src)))
         b = (self._x_of(dst), float(self._lane_of(dst)))
-        rad = 0.35 if a[1] == b[1] else bend
+        # over one lane, arcs bulge downwards (into the chart), deeper when they run right to left
+        rad = (0.35 if a[0] < b[0] else -0.55) if a[1] == b[1] else bend
         ax.add_patch(
             FancyArrowPatch(
                 a,

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
+from amkspec.ir import from_dict
 from amkspec.proofs.replay import check_witness
 from amkspec.smt.examples import EXAMPLES
+from amkspec.smt.explain import explain
 from amkspec.smt.witness import KINDS
 from amkspec.viz import canvas
 from amkspec.viz.graph import graph_figure
 from amkspec.viz.scene import MAX_TASKS, witness_tasks
 from amkspec.viz.timeline import timeline_figure
+from tests.conftest import ROOT
 from tests.viz.helpers import element, explained, ids, parse_svg, race_witness, texts
 
 MARKS = {
@@ -96,3 +100,23 @@ def test_a_100k_task_witness_renders_its_neighbourhood_in_bounded_time() -> None
     assert {"role-reader", "role-writer", "violation", "neighbourhood"} <= found
     assert "100000 tasks" in "".join(element(root, "neighbourhood").itertext())
     assert seconds < 60, seconds
+
+
+CASES = sorted(
+    p
+    for family in ("races", "deadlock", "structure")
+    for p in (ROOT / "conformance" / "cases" / family).glob("*.json")
+    if not p.name.endswith("_ok.json")
+)
+
+
+def test_every_witness_of_the_conformance_cases_draws_all_its_tasks() -> None:
+    drawn = 0
+    for path in CASES:
+        prog = from_dict(json.loads(path.read_text())["program"])
+        for finding in explain(prog).to_dict(prog)["findings"]:
+            if finding["witness"]:
+                found = ids(parse_svg(canvas.svg_text(timeline_figure(prog, finding["witness"]))))
+                assert {f"task-{t}" for t in witness_tasks(finding["witness"])} <= found, path.name
+                drawn += 1
+    assert drawn >= 10  # the corpus has a witness of every kind; none may be skipped silently
