@@ -220,7 +220,7 @@ class _Graph:
             px - 0.1,
             py + 0.015,
             label,
-            fontsize=6,
+            fontsize=6.5,
             ha="right",
             va="bottom",
             zorder=4,
