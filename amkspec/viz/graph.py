@@ -32,6 +32,10 @@ GAP_IN = 1.25
 """Horizontal room between layers, for the edges and their ``c ≥ t`` labels."""
 ROW_IN = 0.62
 PORT_IN = 0.11
+DEEP_RATIO = 3.0
+"""A graph whose left-to-right drawing is this many times wider than tall is drawn top down."""
+TB_LAYER_IN = 1.0
+TB_ROW_GAP_IN = 0.35
 BACK_RAD = 0.5
 """Curvature of edges that run right to left (a cycle, an SM queue)."""
 
@@ -57,36 +61,52 @@ class _Graph:
         self.waits = {t: len(ix.waits.get(t, ())) for t in scene.tasks}
         self.layers = max(scene.layer.values(), default=0) + 1
         self.rows = max((abs(r) for r in scene.row.values()), default=0.0)
+        across = self.layers * (self.box_w + GAP_IN)
+        # deep, narrow graphs are drawn top down (layers as rows), others left to right
+        self.down = self.layers > 6 and across > DEEP_RATIO * (2 * self.rows + 1) * ROW_IN
+        self.layer_step = TB_LAYER_IN if self.down else self.box_w + GAP_IN
+        self.row_step = self.box_w + TB_ROW_GAP_IN if self.down else ROW_IN
 
     def gid(self, *parts: object) -> str:
         return self.prefix + gid(*parts)
 
     def at(self, task: int) -> tuple[float, float]:
         """Centre of a task's box, in inches (y up)."""
-        return self.s.layer[task] * (self.box_w + GAP_IN) + self.box_w / 2, -self.s.row[task] * ROW_IN
+        depth, row = self.s.layer[task] * self.layer_step, self.s.row[task] * self.row_step
+        return (row, -depth) if self.down else (depth + self.box_w / 2, -row)
 
     def box_h(self, task: int) -> float:
-        return max(0.34, (self.waits.get(task, 0) + 1) * PORT_IN)
+        return 0.36 if self.down else max(0.34, (self.waits.get(task, 0) + 1) * PORT_IN)
 
     def port(self, p: Port) -> tuple[float, float]:
+        """Where wait ``p`` enters its task: the left side (left to right) or the top (top down)."""
         x, y = self.at(p.task)
         m = self.waits[p.task]
+        if self.down:
+            return x + (p.k - (m - 1) / 2) * self.box_w / max(m, 1), y + self.box_h(p.task) / 2
         return x - self.box_w / 2, y + ((m - 1) / 2 - p.k) * PORT_IN
+
+    def exit(self, task: int) -> tuple[float, float]:
+        """Where a task's out-edges leave it: the right side, or the bottom."""
+        x, y = self.at(task)
+        return (x, y - self.box_h(task) / 2) if self.down else (x + self.box_w / 2, y)
 
     def _arc_room(self) -> float:
         """Height the arcs of back edges (cycles, SM queues) bulge above or below the rows."""
+        along = 1 if self.down else 0
         spans = [
-            abs(self.at(src)[0] - self.at(p.task)[0])
+            abs(self.at(src)[along] - self.at(p.task)[along])
             for p in self.s.ports
             for src in p.producers
             if self.s.layer[src] >= self.s.layer[p.task]
         ]
-        spans += [abs(self.at(a)[0] - self.at(b)[0]) for a, b in self.s.queue_edges]
+        spans += [abs(self.at(a)[along] - self.at(b)[along]) for a, b in self.s.queue_edges]
         return max(spans, default=0.0) * BACK_RAD / 2 + (0.2 if spans else 0.0)
 
     def draw(self) -> Figure:
-        width = self.layers * (self.box_w + GAP_IN) - GAP_IN + 0.6
-        height = (2 * self.rows + 1) * ROW_IN + 0.4 + 2 * self._arc_room()
+        deep = self.layers * self.layer_step - (self.layer_step - self.box_w if not self.down else 0) + 0.6
+        wide = (2 * self.rows + 1) * self.row_step + 0.4 + 2 * self._arc_room()
+        width, height = (wide, deep) if self.down else (deep, wide)
         title = textwrap.wrap(self.s.title, max(40, int(width / 0.075))) if self.s.title else []
         note = textwrap.wrap(self.s.note, max(40, int(width / 0.062))) if self.s.note else []
         head = 0.1 + 0.2 * len(title) + 0.17 * len(note)
@@ -118,9 +138,13 @@ class _Graph:
                 gid=self.gid("subset"),
             )
         ax = fig.add_axes((0.0, foot / total, width / max(width, 5.0), height / total))
-        ax.set_xlim(-0.3, width - 0.3)
-        room = (self.rows + 0.5) * ROW_IN + 0.2 + self._arc_room()
-        ax.set_ylim(-room, room)
+        room = (self.rows + 0.5) * self.row_step + 0.2 + self._arc_room()
+        if self.down:
+            ax.set_xlim(-room, room)
+            ax.set_ylim(-(height - 0.3), 0.3)
+        else:
+            ax.set_xlim(-0.3, width - 0.3)
+            ax.set_ylim(-room, room)
         ax.set_axis_off()
         for p in self.s.ports:
             self._port(ax, p)
@@ -186,8 +210,8 @@ class _Graph:
         label = f"c{p.counter} ≥ {p.threshold}"
         if p.all_producers == 0:
             ax.plot(
-                [px - 0.35, px],
-                [py, py],
+                [px, px] if self.down else [px - 0.35, px],
+                [py + 0.3, py] if self.down else [py, py],
                 color=VIOLATION,
                 lw=1.5,
                 zorder=2,
@@ -198,8 +222,7 @@ class _Graph:
             label += f" of {p.all_producers}"
         red = p.task in self.s.highlight
         for src in p.producers:
-            sx, sy = self.at(src)
-            start = (sx + self.box_w / 2, sy)
+            start = self.exit(src)
             back = self.s.layer[src] >= self.s.layer[p.task]
             both = red and src in self.s.highlight
             ax.add_patch(
@@ -217,12 +240,13 @@ class _Graph:
             )
         short = p.threshold < p.all_producers and len(p.producers) > 0
         ax.text(
-            px - 0.1,
-            py + 0.015,
+            px + (0.02 if self.down else -0.1),
+            py + (0.04 if self.down else 0.015),
             label,
             fontsize=6.5,
-            ha="right",
+            ha="left" if self.down else "right",
             va="bottom",
+            rotation=30 if self.down and self.waits[p.task] > 1 else 0,
             zorder=4,
             color=VIOLATION if (red and short) or p.all_producers == 0 else INK,
             bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
@@ -232,10 +256,13 @@ class _Graph:
         from matplotlib.patches import FancyArrowPatch
 
         (ax_, ay), (bx, by) = self.at(a), self.at(b)
+        if self.down:  # leave and enter on the right side
+            ends = (ax_ + self.box_w / 2, ay), (bx + self.box_w / 2, by)
+        else:  # leave and enter at the bottom
+            ends = (ax_, ay - self.box_h(a) / 2), (bx, by - self.box_h(b) / 2)
         ax.add_patch(
             FancyArrowPatch(
-                (ax_, ay - self.box_h(a) / 2),
-                (bx, by - self.box_h(b) / 2),
+                *ends,
                 arrowstyle="-|>",
                 mutation_scale=9,
                 connectionstyle=f"arc3,rad={BACK_RAD}",
@@ -246,9 +273,13 @@ class _Graph:
                 gid=self.gid("queue", a, b),
             )
         )
+        label_at = (
+            (max(ax_, bx) + self.box_w / 2 + 0.2, (ay + by) / 2)
+            if self.down
+            else ((ax_ + bx) / 2, min(ay, by) - self.box_h(a) / 2 - 0.2)
+        )
         ax.text(
-            (ax_ + bx) / 2,
-            min(ay, by) - self.box_h(a) / 2 - 0.2,
+            *label_at,
             f"SM {self.ix.sms.get(a)} queue",
             fontsize=6,
             color=VIOLATION,
