@@ -6,6 +6,7 @@ from typing import Any
 
 from hypothesis import given
 
+from amkspec.ir import load
 from amkspec.ir.graph import dependency_edges, topological_order
 from amkspec.proofs.trace import trace_from_json
 from amkspec.smt.examples import EXAMPLES
@@ -14,6 +15,7 @@ from amkspec.strategies import arbitrary_programs
 from amkspec.viz.layout import MAX_GRAPH_TASKS, graph_scene
 from amkspec.viz.program import index_program
 from amkspec.viz.scene import MAX_TASKS, named_tasks, timeline_scene, witness_tasks
+from tests.conftest import EXAMPLES as EXAMPLES_DIR
 from tests.viz.helpers import explained, race_witness
 
 
@@ -113,3 +115,16 @@ def test_the_layout_places_every_task_of_any_program(prog: Any) -> None:
         for a, b in dependency_edges(prog):
             if a in scene.layer and b in scene.layer:
                 assert scene.layer[a] < scene.layer[b]
+
+
+def test_deep_graphs_run_top_down_and_shallow_ones_left_to_right() -> None:
+    from amkspec.viz.graph import _Graph
+
+    for name, down in (("decoder_layer.json", True), ("rejected_partial_join.json", False)):
+        prog = load(EXAMPLES_DIR / name)
+        ix = index_program(prog)
+        g = _Graph(graph_scene(ix), ix, "")
+        assert g.down is down, name
+        for a, b in dependency_edges(prog):
+            (ax, ay), (bx, by) = g.at(a), g.at(b)
+            assert (ay > by) if down else (ax < bx), (name, a, b)
