@@ -256,10 +256,13 @@ class _Graph:
         from matplotlib.patches import FancyArrowPatch
 
         (ax_, ay), (bx, by) = self.at(a), self.at(b)
-        if self.down:  # leave and enter on the right side
-            ends = (ax_ + self.box_w / 2, ay), (bx + self.box_w / 2, by)
-        else:  # leave and enter at the bottom
-            ends = (ax_, ay - self.box_h(a) / 2), (bx, by - self.box_h(b) / 2)
+        # leave and enter on the side the arc bulges to (arc3 turns the chord left)
+        if self.down:
+            side = self.box_w / 2 if by > ay else -self.box_w / 2
+            ends = (ax_ + side, ay), (bx + side, by)
+        else:
+            up = 1 if bx < ax_ else -1
+            ends = (ax_, ay + up * self.box_h(a) / 2), (bx, by + up * self.box_h(b) / 2)
         ax.add_patch(
             FancyArrowPatch(
                 *ends,
@@ -273,10 +276,10 @@ class _Graph:
                 gid=self.gid("queue", a, b),
             )
         )
-        label_at = (
-            (max(ax_, bx) + self.box_w / 2 + 0.2, (ay + by) / 2)
-            if self.down
-            else ((ax_ + bx) / 2, min(ay, by) - self.box_h(a) / 2 - 0.2)
+        (x0, y0), (x1, y1) = ends
+        label_at = (  # the middle of the arc (arc3 bends by rad · the chord, turned left)
+            (x0 + x1) / 2 + BACK_RAD / 2 * (y1 - y0),
+            (y0 + y1) / 2 - BACK_RAD / 2 * (x1 - x0),
         )
         ax.text(
             *label_at,
@@ -284,8 +287,9 @@ class _Graph:
             fontsize=6,
             color=VIOLATION,
             ha="center",
-            va="top",
+            va="center",
             zorder=4,
+            bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none"},
         )
 
     def _legend(self, fig: Figure) -> None:
