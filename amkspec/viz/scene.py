@@ -159,6 +159,11 @@ def _events(w: Mapping[str, Any]) -> list[tuple[str, int, dict[int, int]]]:
     ]
 
 
+def _elided(events: list[tuple[str, int, dict[int, int]]], kept: set[int]) -> str:
+    gone = sum(t not in kept for _, t, _ in events)
+    return f"; {gone} of {len(events)} events of other tasks elided" if gone else ""
+
+
 def _selection(
     ix: ProgramIndex, w: Mapping[str, Any], events: list[tuple[str, int, dict[int, int]]]
 ) -> tuple[list[int], str]:
@@ -167,6 +172,15 @@ def _selection(
     full = list(dict.fromkeys([t for _, t, _ in events] + named))
     if len(full) <= MAX_TASKS:
         return full, ""
+    if len(named) > MAX_TASKS:
+        kept_named = set(telling_order(ix, w)[:MAX_TASKS])
+        shown = [t for t in full if t in kept_named]
+        note = (
+            f"Part of the witness: it names {len(named)} of the program's {len(ix.order)} tasks; the "
+            f"{len(shown)} most telling are drawn (its own tasks, then those blocked by nothing else "
+            f"that is blocked){_elided(events, kept_named)}."
+        )
+        return shown, note
     last_seen = {t: n for n, (_, t, _) in enumerate(events)}
     preds = [p for t in named for p in ix.preds(t) if p not in named]
     preds = list(dict.fromkeys(preds))
@@ -177,14 +191,36 @@ def _selection(
     dropped = len(preds) - len(kept)
     note = (
         f"Neighbourhood of the witness: {len(shown)} of {len(ix.order)} tasks (the {len(named)} it names "
-        f"and their direct predecessors{f', {dropped} more predecessors not drawn' if dropped else ''}); "
-        f"{sum(t not in chosen for _, t, _ in events)} of {len(events)} events of other tasks elided."
+        f"and their direct predecessors{f', {dropped} more predecessors not drawn' if dropped else ''})"
+        f"{_elided(events, chosen)}."
     )
     return shown, note
 
 
-def _lanes(ix: ProgramIndex, shown: list[int]) -> tuple[list[Lane], dict[int, int]]:
-    """One lane per SM (ascending) then one per unassigned task, in first-drawn order."""
+def telling_order(ix: ProgramIndex, w: Mapping[str, Any]) -> list[int]:
+    """The named tasks, most telling first: the witness's ``tasks`` and task roles, then blocked
+    tasks whose unmet waits and SM queue hold no other blocked task (the roots of a stuck state),
+    then the rest in :func:`named_tasks` order."""
+    head = [t for t in w.get("tasks") or () if type(t) is int] + list(_task_roles(w).values())
+    blocked = w.get("blocked") or ()
+    stuck = {b["task"] for b in blocked}
+    roots = [
+        b["task"]
+        for b in blocked
+        if b.get("queue_predecessor") not in stuck
+        and not any(p in stuck for x in b["waits"] for p in ix.producers.get(x["counter"], ()))
+    ]
+    return list(dict.fromkeys(head + roots + named_tasks(w)))
+
+
+def _lanes(ix: ProgramIndex, shown: list[int], per_task: bool) -> tuple[list[Lane], dict[int, int]]:
+    """One lane per SM (ascending) then one per unassigned task, in first-drawn order; or, for a
+    cycle (``per_task``), one lane per task in cycle order, so the cycle reads top to bottom."""
+    if per_task:
+        labels = [ix.name(t) + (f" · SM {ix.sms[t]}" if ix.sms.get(t) is not None else "") for t in shown]
+        return [Lane(label, task=t) for t, label in zip(shown, labels, strict=True)], {
+            t: n for n, t in enumerate(shown)
+        }
     sms = sorted({s for t in shown if (s := ix.sms.get(t)) is not None})
     lanes = [Lane(f"SM {s}", sm=s) for s in sms]
     lane_of_sm = {s: n for n, s in enumerate(sms)}
@@ -207,12 +243,13 @@ def _ghosts(ix: ProgramIndex, w: Mapping[str, Any], lane_of: dict[int, int]) -> 
         ]
         if type(b.get("queue_predecessor")) is int:
             why.append(f"queued behind {ix.name(b['queue_predecessor'])}")
-        out.append(Ghost(b["task"], lane_of[b["task"]], tuple(why), "blocked"))
+        if b["task"] in lane_of:
+            out.append(Ghost(b["task"], lane_of[b["task"]], tuple(why), "blocked"))
     waiting: dict[int, list[str]] = {}
     for e in w.get("cycle") or ():
         waiting.setdefault(e["to"], []).append(f"waits for {ix.name(e['from'])} ({e['via']})")
     blocked = {g.task for g in out}
-    cyclic = sorted((t for t in waiting if t not in blocked), key=lambda t: lane_of[t])
+    cyclic = sorted((t for t in waiting if t not in blocked and t in lane_of), key=lambda t: lane_of[t])
     out.extend(Ghost(t, lane_of[t], tuple(waiting[t]), "cycle") for t in cyclic)
     return out
 
@@ -277,7 +314,7 @@ def timeline_scene(
     shown, note = _selection(ix, w, events)
     keep = set(shown)
     drawn = [n for n, (_, t, _) in enumerate(events) if t in keep]
-    lanes, lane_of = _lanes(ix, shown)
+    lanes, lane_of = _lanes(ix, shown, w.get("kind") == "cycle")
     starts: dict[int, int] = {}
     ends: dict[int, int] = {}
     for x, n in enumerate(drawn):

@@ -40,6 +40,8 @@ RUN_TAIL = 1.4
 """How far (in events) a task still running when the witness stops is drawn past the last event."""
 BRACKET_ROOM = 2.4
 """Room (in events) beside blocked tasks for the brackets and labels of the arrows between them."""
+MAX_GHOST_LINKS = 12
+"""Up to this many blocked tasks, arrows show which holds back which; beyond, only the reasons."""
 MAX_GHOST_COLUMNS = 8
 """Up to this many blocked (or cyclic) tasks each get their own column."""
 
@@ -60,6 +62,7 @@ class _Timeline:
         self.n = len(scene.events)
         self.run_end = self.n - 1 + RUN_TAIL if self.n else 0.0
         self.bars = {b.task: b for b in scene.bars}
+        self.ghost_lane = {g.task: g.lane for g in scene.ghosts}
         self.ghost_at = self._place_ghosts()
         self.content_right = max([self.run_end, *(x + w for x, w in self.ghost_at.values())])
         self.caption = self._caption_text()
@@ -305,8 +308,9 @@ class _Timeline:
                 arrowprops={"arrowstyle": "-", "color": VIOLATION, "lw": 0.8, "ls": ":"},
                 bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": VIOLATION, "lw": 0.8},
             )
-        for g in s.ghosts:
-            self._blocking_links(ax, g)
+        if len(s.ghosts) <= MAX_GHOST_LINKS:  # beyond, arrows would hide the reasons
+            for g in s.ghosts:
+                self._blocking_links(ax, g)
         for e in s.cycle:
             if e.src in self.patches and e.dst in self.patches:
                 self._link(ax, e.src, e.dst, e.via, self.gid("cycle-edge", e.src, e.dst), VIOLATION, 0.3)
@@ -334,9 +338,8 @@ class _Timeline:
         bar = self.bars.get(task)
         if bar is not None:
             return bar.lane
-        ghost = next((g for g in self.s.ghosts if g.task == task), None)
-        if ghost is not None:
-            return ghost.lane
+        if task in self.ghost_lane:
+            return self.ghost_lane[task]
         sm = self.ix.sms.get(task)
         return next(
             n

@@ -7,14 +7,14 @@ import time
 
 import pytest
 
-from amkspec.ir import from_dict
+from amkspec.ir import Wait, from_dict
 from amkspec.proofs.replay import check_witness
-from amkspec.smt.examples import EXAMPLES
+from amkspec.smt.examples import EXAMPLES, layered
 from amkspec.smt.explain import explain
 from amkspec.smt.witness import KINDS
 from amkspec.viz import canvas
 from amkspec.viz.graph import graph_figure
-from amkspec.viz.scene import MAX_TASKS, witness_tasks
+from amkspec.viz.scene import MAX_TASKS, named_tasks, witness_tasks
 from amkspec.viz.timeline import timeline_figure
 from tests.conftest import ROOT
 from tests.viz.helpers import element, explained, ids, parse_svg, race_witness, texts
@@ -120,3 +120,18 @@ def test_every_witness_of_the_conformance_cases_draws_all_its_tasks() -> None:
                 assert {f"task-{t}" for t in witness_tasks(finding["witness"])} <= found, path.name
                 drawn += 1
     assert drawn >= 10  # the corpus has a witness of every kind; none may be skipped silently
+
+
+def test_a_large_stuck_state_draws_its_root_first_and_says_what_is_left_out() -> None:
+    prog = layered(400)
+    prog.tasks[0].waits = [Wait(counter=999, threshold=1)]  # a counter nobody increments
+    finding = next(f for f in explain(prog).to_dict(prog)["findings"] if f["witness"])
+    w = finding["witness"]
+    assert len(w["blocked"]) > MAX_TASKS
+    root = parse_svg(canvas.svg_text(timeline_figure(prog, w)))
+    found = ids(root)
+    assert len({i for i in found if i.startswith("blocked-") and not i.endswith("-why")}) == MAX_TASKS
+    assert "c999 ≥ 1, c999 = 0" in "".join(element(root, "blocked-0-why").itertext())
+    assert f"names {len(named_tasks(w))} of the program's 400 tasks" in "".join(
+        element(root, "neighbourhood").itertext()
+    )
