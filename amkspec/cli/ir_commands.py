@@ -60,13 +60,23 @@ def _info_lines(path: str, s: dict[str, Any]) -> list[str]:
 @main.command()
 @click.argument("file", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--svg", type=click.Path(dir_okay=False), help="Draw the task graph as SVG here.")
+@click.option("--png", type=click.Path(dir_okay=False), help="Draw the task graph as PNG here.")
+@click.option("--highlight", metavar="N|CODE", help="Outline the tasks of error N or of code CODE.")
 @clean_errors
-def info(file: str, as_json: bool) -> None:
+def info(file: str, as_json: bool, svg: str | None, png: str | None, highlight: str | None) -> None:
     """Summarise a program: sizes, edges, memory, target, opcodes and validity.
 
     Exits 0 once the file loads (whatever the verdict), 2 if it cannot be loaded.
     """
     prog = load_program(file)
+    if highlight is not None and not (svg or png):
+        fail("--highlight needs --svg or --png")
+    if svg or png:
+        from amkspec.viz.export import write_graph
+
+        for line in write_graph(prog, file, svg=svg, png=png, highlight=highlight):
+            click.echo(f"wrote {line}", err=as_json)
     summary = summarize(prog)
     v = verdict(prog)
     if as_json:

@@ -23,14 +23,31 @@ def _smt() -> Any:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="print the documented JSON form")
 @click.option("--dot", "as_dot", is_flag=True, help="print each witness as a Graphviz DOT graph")
+@click.option("--svg", "svg", type=click.Path(dir_okay=False), help="draw a witness timeline as SVG here")
+@click.option("--png", "png", type=click.Path(dir_okay=False), help="draw a witness timeline as PNG here")
+@click.option("--html", "html", type=click.Path(dir_okay=False), help="write an HTML report here")
+@click.option("--finding", type=click.IntRange(min=1), help="which finding --svg/--png draw (1-based)")
 @clean_errors
-def explain(file: str, as_json: bool, as_dot: bool) -> None:
+def explain(
+    file: str,
+    as_json: bool,
+    as_dot: bool,
+    svg: str | None,
+    png: str | None,
+    html: str | None,
+    finding: int | None,
+) -> None:
     """Explain a verdict: each rejection witnessed (with a replayed trace) or rule-only; or the proofs."""
     mod = _smt()
     from amkspec.smt.witness import render_dot, render_text
 
     prog = load_program(file)
     result = mod.explain(prog)
+    wrote: list[str] = []
+    if svg or png or html:
+        from amkspec.viz.export import write_explain
+
+        wrote = write_explain(prog, result.to_dict(prog), file, svg=svg, png=png, html=html, finding=finding)
     if as_json:
         echo_json(result.to_dict(prog))
     elif as_dot:
@@ -44,6 +61,8 @@ def explain(file: str, as_json: bool, as_dot: bool) -> None:
             click.echo(f"{head}: {f.message}")
             if f.witness is not None:
                 click.echo(render_text(prog, f.witness))
+        for line in wrote:
+            click.echo(f"wrote {line}")
     bad = result.verdict == "rejected" or any(f.status == "witnessed" for f in result.findings)
     raise SystemExit(EXIT_REJECTED if bad else EXIT_OK)
 

@@ -1,0 +1,87 @@
+"""Matplotlib, imported lazily, and the one way pictures are written: SVG text or PNG bytes.
+
+Figures are plain :class:`matplotlib.figure.Figure` objects drawn through the
+Agg and SVG canvases (no pyplot, no global backend state), so rendering works
+headless and in threads. SVG keeps text as text (``svg.fonttype = none``) so a
+reader can search it, and every artist given a ``gid`` becomes an element with
+that id.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from amkspec.ir import AmkspecError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+FONT = "DejaVu Sans"
+DPI = 110
+
+RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "amkspec",
+    "font.family": "sans-serif",
+    "font.sans-serif": [FONT, "Arial", "Helvetica"],
+    "font.size": 8,
+}
+
+
+class VizUnavailable(AmkspecError, ImportError):
+    """Pictures need matplotlib: ``pip install amkspec[viz]``."""
+
+
+def mpl() -> Any:
+    """The ``matplotlib`` module, or :class:`VizUnavailable` with the install hint."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise VizUnavailable(f"pictures need the viz extra (pip install 'amkspec[viz]'): {exc}") from exc
+    return matplotlib
+
+
+def style() -> Any:
+    """A context in which figures are built and saved with amkspec's fonts and SVG settings."""
+    return mpl().rc_context(RC)
+
+
+def new_figure(width_in: float, height_in: float) -> Figure:
+    """A figure of the given size in inches, not attached to pyplot."""
+    mpl()
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width_in, height_in), dpi=DPI)
+
+
+def svg_text(fig: Figure) -> str:
+    """The figure as a standalone SVG document."""
+    buf = io.StringIO()
+    with style():
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return buf.getvalue()
+
+
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG."""
+    buf = io.BytesIO()
+    with style():
+        fig.savefig(buf, format="png", bbox_inches="tight", dpi=DPI)
+    return buf.getvalue()
+
+
+def inline_svg(fig: Figure) -> str:
+    """The ``<svg>`` element alone, for embedding in HTML (no XML prolog or doctype)."""
+    text = svg_text(fig)
+    return text[text.index("<svg") :]
+
+
+def save(fig: Figure, path: str | Path, fmt: str | None = None) -> None:
+    """Write ``fig`` to ``path`` as ``fmt`` (``"svg"`` or ``"png"``; by default from the suffix)."""
+    path = Path(path)
+    if (fmt or path.suffix.lower().lstrip(".")) == "svg":
+        path.write_text(svg_text(fig), encoding="utf-8")
+    else:
+        path.write_bytes(png_bytes(fig))

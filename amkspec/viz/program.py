@@ -1,0 +1,92 @@
+"""The program facts the pictures need, indexed once: names, SMs, producers, waits (spec §2).
+
+Pure Python over :mod:`amkspec.ir`; tolerant of broken programs (a dangling
+counter simply has no producers, a non-integer id is skipped) because a picture
+is most wanted for a program the validator rejects.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import attrs
+
+from amkspec.ir import MegakernelProgram
+
+
+@attrs.frozen
+class ProgramIndex:
+    """Task ids in list order, their ``id:label`` names, opcodes, SMs, waits and the producers
+    of every counter (spec §2), plus the SM-queue predecessor of each assigned task (spec §3.1)."""
+
+    order: tuple[int, ...]
+    names: dict[int, str]
+    ops: dict[int, str]
+    sms: dict[int, int | None]
+    waits: dict[int, tuple[tuple[int, int], ...]]
+    out_counter: dict[int, int]
+    producers: dict[int, tuple[int, ...]]
+    queue_prev: dict[int, int]
+    counter_init: dict[int, int]
+    counter_note: dict[int, str]
+
+    def name(self, task: int) -> str:
+        """``id:label`` (spec §1), or the bare id of a task the program does not hold."""
+        return self.names.get(task, str(task))
+
+    def preds(self, task: int) -> list[int]:
+        """Direct predecessors: the producers of each wait, then the SM-queue predecessor."""
+        out = [p for c, _ in self.waits.get(task, ()) for p in self.producers.get(c, ())]
+        if task in self.queue_prev:
+            out.append(self.queue_prev[task])
+        return list(dict.fromkeys(out))
+
+    def counter_name(self, counter: int) -> str:
+        """``c0`` or ``c0 · note``."""
+        note = self.counter_note.get(counter, "")
+        return f"c{counter} · {note}" if note else f"c{counter}"
+
+
+def index_program(prog: MegakernelProgram) -> ProgramIndex:
+    """Index ``prog`` in one pass over its tasks (O(tasks + waits))."""
+    order: list[int] = []
+    names: dict[int, str] = {}
+    ops: dict[int, str] = {}
+    sms: dict[int, int | None] = {}
+    waits: dict[int, tuple[tuple[int, int], ...]] = {}
+    out_counter: dict[int, int] = {}
+    producers: dict[int, list[int]] = defaultdict(list)
+    queue_prev: dict[int, int] = {}
+    last_on_sm: dict[int, int] = {}
+    for t in prog.tasks:
+        if type(t.id) is not int or t.id in names:
+            continue
+        order.append(t.id)
+        names[t.id] = t.describe() if hasattr(t.op, "name") else f"{t.id}:{t.label}"
+        ops[t.id] = getattr(t.op, "name", str(t.op))
+        sm = t.sm if type(t.sm) is int else None
+        sms[t.id] = sm
+        waits[t.id] = tuple(
+            (w.counter, w.threshold) for w in t.waits if type(w.counter) is int and type(w.threshold) is int
+        )
+        if type(t.out_counter) is int:
+            out_counter[t.id] = t.out_counter
+            producers[t.out_counter].append(t.id)
+        if sm is not None:
+            if sm in last_on_sm:
+                queue_prev[t.id] = last_on_sm[sm]
+            last_on_sm[sm] = t.id
+    init = {c.id: c.init for c in prog.counters if type(c.id) is int and type(c.init) is int}
+    notes = {c.id: c.note for c in prog.counters if type(c.id) is int and isinstance(c.note, str)}
+    return ProgramIndex(
+        tuple(order),
+        names,
+        ops,
+        sms,
+        waits,
+        out_counter,
+        {c: tuple(ps) for c, ps in producers.items()},
+        queue_prev,
+        init,
+        notes,
+    )
