@@ -25,6 +25,8 @@ class Verdict:
 
     status: str
     reason: str = ""
+    protocol: bool = False
+    """The failure is a protocol failure (crash, timeout, malformed reply): rule CONF-REPLY-1."""
 
 
 class Mismatch(Exception):
@@ -39,7 +41,7 @@ def judge(case: Case, session: Session) -> Verdict:
     try:
         JUDGES[case.kind](case, session)
     except ProtocolFailure as exc:
-        return Verdict(FAIL, str(exc))
+        return Verdict(FAIL, str(exc), protocol=True)
     except Mismatch as exc:
         return Verdict(FAIL, str(exc))
     return Verdict(PASS)

@@ -23,6 +23,7 @@ class CaseResult:
     status: str
     reason: str
     seconds: float
+    protocol: bool = False
 
 
 @attrs.frozen
@@ -61,12 +62,13 @@ class KitRun:
         for rid, results in by_rule.items():
             rule = RULES.get(rid)
             if rule is not None and rule.every_case and not results:
-                results = [r for r in self.results if r.status != NA]
                 ids = everything
+                failed = tuple(r.case.id for r in self.results if r.protocol)
+                statuses = {PASS if r.status != NA else NA for r in self.results}
             else:
                 ids = tuple(r.case.id for r in results)
-            failed = tuple(r.case.id for r in results if r.status == FAIL)
-            statuses = {r.status for r in results}
+                failed = tuple(r.case.id for r in results if r.status == FAIL)
+                statuses = {r.status for r in results}
             status = (FAIL if failed else PASS if PASS in statuses else NA if statuses else "untested")
             out.append(RuleResult(rid, status, ids, failed))
         return out
@@ -89,8 +91,8 @@ def run_kit(command: str, cases_dir: Path, *, select: str | None = None, timeout
         info = _start(session)
         for case in cases:
             t = time.perf_counter()
-            verdict = judge(case, session) if info is not None else Verdict(FAIL, _start_failure)
-            result = CaseResult(case, verdict.status, verdict.reason, time.perf_counter() - t)
+            verdict = judge(case, session) if info is not None else Verdict(FAIL, _start_failure, True)
+            result = CaseResult(case, verdict.status, verdict.reason, time.perf_counter() - t, verdict.protocol)
             results.append(result)
             if on_result is not None:
                 on_result(result)
