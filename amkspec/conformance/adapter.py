@@ -45,11 +45,13 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 def reference_runner() -> Runner:
-    """Runs on :class:`amkspec.vm.ReferenceVM` (refuses what ``validate()`` rejects, rule EXEC-REFUSE-1)."""
-    from amkspec.vm import ReferenceVM
+    """Runs on :class:`amkspec.vm.ReferenceVM` (refuses what ``validate()`` rejects, rule EXEC-REFUSE-1).
+    torch is imported on the first ``run``, so ``start`` answers quickly."""
 
     def run(program: MegakernelProgram, weights: dict[str, Any], inputs: dict[str, Any],
             kv: dict[str, Any] | None) -> dict[str, Any]:
+        from amkspec.vm import ReferenceVM
+
         return ReferenceVM(program).run(weights, inputs, kv)
 
     return run

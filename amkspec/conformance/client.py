@@ -100,7 +100,7 @@ class Session:
         if self._proc is not None and self._proc.poll() is None:
             try:
                 self._send({"cmd": "stop"}, 5.0)
-                self._proc.wait(timeout=5.0)
+                self._proc.wait(timeout=0.5)
             except (ProtocolFailure, subprocess.TimeoutExpired):
                 pass
         self.kill()

@@ -143,7 +143,7 @@ def compare(got: Any, want: dict[str, Any], case: Case, tolerance: dict[str, lis
     if want["dtype"] not in FLOAT_DTYPES:
         bad = np.flatnonzero(a.reshape(-1) != e.reshape(-1))
         return "" if bad.size == 0 else f"{bad.size} value(s) differ; first at {int(bad[0])}: " \
-            f"{a.reshape(-1)[bad[0]]} vs {e.reshape(-1)[bad[0]]} (rule OP-INT-1: exact)"
+            f"{float(a.reshape(-1)[bad[0]]):g} vs {float(e.reshape(-1)[bad[0]]):g} (rule OP-INT-1: exact)"
     atol, rtol = tolerance[want["dtype"]]
     with np.errstate(invalid="ignore"):
         err = np.abs(a - e)
@@ -152,7 +152,7 @@ def compare(got: Any, want: dict[str, Any], case: Case, tolerance: dict[str, lis
         return ""
     first = int(np.flatnonzero(~ok.reshape(-1))[0])
     return (f"{int((~ok).sum())} value(s) outside atol {atol:g} + rtol {rtol:g}; first at {first}: "
-            f"{a.reshape(-1)[first]!r} vs {e.reshape(-1)[first]!r}")
+            f"{float(a.reshape(-1)[first]):.9g} vs {float(e.reshape(-1)[first]):.9g}")
 
 
 # -- refuse -------------------------------------------------------------------------------------
