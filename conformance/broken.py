@@ -41,9 +41,11 @@ class AcceptEverything(Adapter):
         try:
             prog = loads(request["program"])
             vm = ReferenceVM(prog, _unsafe_skip_validation=True)
-            out = vm.run({k: decode(v) for k, v in request["weights"].items()},
-                         {k: decode(v) for k, v in request["inputs"].items()},
-                         {k: decode(v) for k, v in (request.get("kv") or {}).items()})
+            out = vm.run(
+                {k: decode(v) for k, v in request["weights"].items()},
+                {k: decode(v) for k, v in request["inputs"].items()},
+                {k: decode(v) for k, v in (request.get("kv") or {}).items()},
+            )
         except Exception as exc:  # noqa: BLE001 - a broken VM reports whatever went wrong
             return {"status": "error", "error": {"class": type(exc).__name__, "message": str(exc)}}
         dtypes = {b.name: b.dtype.name for b in prog.buffers}
@@ -95,8 +97,11 @@ class HangOnUnknown(Adapter):
 
 
 BROKEN: dict[str, type[Adapter]] = {
-    "accept-everything": AcceptEverything, "reject-everything": RejectEverything,
-    "loose-tolerance": LooseTolerance, "crash-on-rope": CrashOnRope, "hang-on-unknown": HangOnUnknown,
+    "accept-everything": AcceptEverything,
+    "reject-everything": RejectEverything,
+    "loose-tolerance": LooseTolerance,
+    "crash-on-rope": CrashOnRope,
+    "hang-on-unknown": HangOnUnknown,
 }
 
 

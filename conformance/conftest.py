@@ -26,10 +26,18 @@ INFO: dict[str, object] = {}
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("amkspec conformance")
-    group.addoption("--impl", default=None, help="command of the implementation under test "
-                    "(speaks the spec §9.3 protocol); default: amkspec's own adapter")
-    group.addoption("--impl-timeout", type=float, default=60.0,
-                    help="seconds the implementation may take to answer one request")
+    group.addoption(
+        "--impl",
+        default=None,
+        help="command of the implementation under test "
+        "(speaks the spec §9.3 protocol); default: amkspec's own adapter",
+    )
+    group.addoption(
+        "--impl-timeout",
+        type=float,
+        default=60.0,
+        help="seconds the implementation may take to answer one request",
+    )
 
 
 def implementation_command(config: pytest.Config) -> str:
@@ -40,7 +48,9 @@ def implementation_command(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def kit_session(request: pytest.FixtureRequest) -> Iterator[Session]:
     """The running implementation under test (restarted by the session after a failure)."""
-    session = Session(implementation_command(request.config), timeout_s=request.config.getoption("--impl-timeout"))
+    session = Session(
+        implementation_command(request.config), timeout_s=request.config.getoption("--impl-timeout")
+    )
     session.ensure()
     INFO.update(session.info)
     yield session

@@ -43,7 +43,14 @@ def _set(path: str, value: Any) -> Edit:
         for part in parents:
             node = node[int(part)] if part.isdigit() else node[part]
         node[int(last) if last.isdigit() else last] = value
+
     return apply
+
+
+def _add_unknown_fields(doc: dict[str, Any]) -> None:
+    doc["x_vendor"] = {"note": [1, 2]}
+    doc["tasks"][1]["x_hint"] = 3
+    doc["buffers"][0]["x_layout"] = "row"
 
 
 def _drop(key: str) -> Edit:
@@ -57,14 +64,25 @@ def _duplicate(text: str, anchor: str, extra: str) -> str:
 
 
 def loaded(slug: str, rule: str, description: str, text: str) -> tuple[str, dict[str, Any]]:
-    return slug, {"kind": "format", "description": description, "rules": [rule], "document": text,
-                  "expect": {"outcome": "loaded"}}
+    return slug, {
+        "kind": "format",
+        "description": description,
+        "rules": [rule],
+        "document": text,
+        "expect": {"outcome": "loaded"},
+    }
 
 
-def refused(slug: str, rule: str, description: str, text: str, error_class: str, path: str) -> (
-        tuple[str, dict[str, Any]]):
-    return slug, {"kind": "format", "description": description, "rules": [rule], "document": text,
-                  "expect": {"outcome": "refused", "error_class": error_class, "path": path}}
+def refused(
+    slug: str, rule: str, description: str, text: str, error_class: str, path: str
+) -> tuple[str, dict[str, Any]]:
+    return slug, {
+        "kind": "format",
+        "description": description,
+        "rules": [rule],
+        "document": text,
+        "expect": {"outcome": "refused", "error_class": error_class, "path": path},
+    }
 
 
 def build_cases() -> dict[str, dict[str, Any]]:
@@ -72,35 +90,105 @@ def build_cases() -> dict[str, dict[str, Any]]:
     base = _doc()
     cases = [
         loaded("roundtrip_base", "FMT-RT-1", "a small canonical program re-serialises byte for byte", base),
-        loaded("roundtrip_toy", "FMT-RT-1", "the lowered toy model (with target, config, SMs and pages) "
-               "re-serialises byte for byte", _toy()),
-        loaded("unknown_fields_kept", "FMT-UNK-1", "unknown fields at the top level, in a task and in a "
-               "buffer are kept and written back in place",
-               _doc(lambda d: (d.update({"x_vendor": {"note": [1, 2]}}), d["tasks"][1].update({"x_hint": 3}),
-                               d["buffers"][0].update({"x_layout": "row"})) and None)),
-        loaded("newer_minor_version", "FMT-VER-2", "ir_version 0.9.0 (same major, newer minor) loads",
-               _doc(_set("ir_version", "0.9.0"))),
+        loaded(
+            "roundtrip_toy",
+            "FMT-RT-1",
+            "the lowered toy model (with target, config, SMs and pages) re-serialises byte for byte",
+            _toy(),
+        ),
+        loaded(
+            "unknown_fields_kept",
+            "FMT-UNK-1",
+            "unknown fields at the top level, in a task and in a buffer are kept and written back in place",
+            _doc(_add_unknown_fields),
+        ),
+        loaded(
+            "newer_minor_version",
+            "FMT-VER-2",
+            "ir_version 0.9.0 (same major, newer minor) loads",
+            _doc(_set("ir_version", "0.9.0")),
+        ),
         refused("not_json", "FMT-JSON-1", "text that is not JSON", base[:-3], "FormatError", "(root)"),
-        refused("not_an_object", "FMT-JSON-1", "a JSON array instead of a program object", "[1, 2, 3]",
-                "FormatError", "(root)"),
-        refused("threshold_string", "FMT-TYPE-1", "a wait threshold given as the string \"1\"",
-                _doc(_set("tasks[1].waits[0].threshold", "1")), "FormatError", "tasks[1].waits[0].threshold"),
-        refused("shape_not_array", "FMT-TYPE-1", "a buffer shape given as an object",
-                _doc(_set("buffers[2].shape", {"0": 1})), "FormatError", "buffers[2].shape"),
-        refused("unknown_dtype", "FMT-ENUM-1", "buffer dtype F64, which no IR version defines",
-                _doc(_set("buffers[1].dtype", "F64")), "FormatError", "buffers[1].dtype"),
-        refused("unknown_opcode", "FMT-ENUM-1", "task op MATMUL, which is not an InstructionKind name",
-                _doc(_set("tasks[3].op", "MATMUL")), "FormatError", "tasks[3].op"),
-        refused("missing_tasks", "FMT-REQ-1", "a document without tasks", _doc(_drop("tasks")),
-                "FormatError", "(root)"),
-        refused("major_ir_version", "FMT-VER-1", "ir_version 1.0.0: another major version",
-                _doc(_set("ir_version", "1.0.0")), "VersionError", "ir_version"),
-        refused("major_abi_version", "FMT-VER-1", "abi_version 1.0: another major version",
-                _doc(_set("abi_version", "1.0")), "VersionError", "abi_version"),
-        refused("duplicate_top_level_key", "FMT-DUP-1", "the top-level key \"meta\" appears twice",
-                _duplicate(base, "{\n", '  "meta": {"model": "first"},\n'), "FormatError", "(root)"),
-        refused("duplicate_task_key", "FMT-DUP-1", "task 2 repeats the key \"op\" (the two values differ)",
-                _duplicate(base, '"op": "GEMV_TILE",', '\n      "op": "ADD",'), "FormatError", "tasks[1]"),
+        refused(
+            "not_an_object",
+            "FMT-JSON-1",
+            "a JSON array instead of a program object",
+            "[1, 2, 3]",
+            "FormatError",
+            "(root)",
+        ),
+        refused(
+            "threshold_string",
+            "FMT-TYPE-1",
+            'a wait threshold given as the string "1"',
+            _doc(_set("tasks[1].waits[0].threshold", "1")),
+            "FormatError",
+            "tasks[1].waits[0].threshold",
+        ),
+        refused(
+            "shape_not_array",
+            "FMT-TYPE-1",
+            "a buffer shape given as an object",
+            _doc(_set("buffers[2].shape", {"0": 1})),
+            "FormatError",
+            "buffers[2].shape",
+        ),
+        refused(
+            "unknown_dtype",
+            "FMT-ENUM-1",
+            "buffer dtype F64, which no IR version defines",
+            _doc(_set("buffers[1].dtype", "F64")),
+            "FormatError",
+            "buffers[1].dtype",
+        ),
+        refused(
+            "unknown_opcode",
+            "FMT-ENUM-1",
+            "task op MATMUL, which is not an InstructionKind name",
+            _doc(_set("tasks[3].op", "MATMUL")),
+            "FormatError",
+            "tasks[3].op",
+        ),
+        refused(
+            "missing_tasks",
+            "FMT-REQ-1",
+            "a document without tasks",
+            _doc(_drop("tasks")),
+            "FormatError",
+            "(root)",
+        ),
+        refused(
+            "major_ir_version",
+            "FMT-VER-1",
+            "ir_version 1.0.0: another major version",
+            _doc(_set("ir_version", "1.0.0")),
+            "VersionError",
+            "ir_version",
+        ),
+        refused(
+            "major_abi_version",
+            "FMT-VER-1",
+            "abi_version 1.0: another major version",
+            _doc(_set("abi_version", "1.0")),
+            "VersionError",
+            "abi_version",
+        ),
+        refused(
+            "duplicate_top_level_key",
+            "FMT-DUP-1",
+            'the top-level key "meta" appears twice',
+            _duplicate(base, "{\n", '  "meta": {"model": "first"},\n'),
+            "FormatError",
+            "(root)",
+        ),
+        refused(
+            "duplicate_task_key",
+            "FMT-DUP-1",
+            'task 2 repeats the key "op" (the two values differ)',
+            _duplicate(base, '"op": "GEMV_TILE",', '\n      "op": "ADD",'),
+            "FormatError",
+            "tasks[1]",
+        ),
     ]
     return {f"{slug}.json": doc for slug, doc in cases}
 

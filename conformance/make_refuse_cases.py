@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,8 +35,11 @@ SOURCES = [
 
 def _arrays(prog: MegakernelProgram, kinds: tuple[BufferKind, ...]) -> dict[str, Any]:
     rng = np.random.default_rng(7)
-    return {(b.source or b.name): encode(sample(b.name, b.dtype, b.shape, rng), b.dtype.name)
-            for b in prog.buffers if b.kind in kinds}
+    return {
+        (b.source or b.name): encode(sample(b.name, b.dtype, b.shape, rng), b.dtype.name)
+        for b in prog.buffers
+        if b.kind in kinds
+    }
 
 
 def _case(source: str, description: str, outcome: str) -> dict[str, Any]:

@@ -48,8 +48,12 @@ def tolerance_table() -> dict[str, list[float]]:
     return {d.name: list(TOLERANCES.get(d, DEFAULT_TOLERANCE)) for d in floats}
 
 
-def _one(op: InstructionKind, ins: list[tuple[str, BufferKind, DType, tuple[int, ...]]],
-         out: tuple[str, DType, tuple[int, ...]] | int, params: dict[str, Any]) -> MegakernelProgram:
+def _one(
+    op: InstructionKind,
+    ins: list[tuple[str, BufferKind, DType, tuple[int, ...]]],
+    out: tuple[str, DType, tuple[int, ...]] | int,
+    params: dict[str, Any],
+) -> MegakernelProgram:
     b = ProgramBuilder()
     ids = [b.new_buffer(*spec) for spec in ins]
     o = ids[out] if isinstance(out, int) else b.new_buffer(out[0], BufferKind.IO_OUTPUT, out[1], out[2])
@@ -73,65 +77,169 @@ def _nop(dt: DType) -> MegakernelProgram:
 
 def _fused(dt: DType) -> MegakernelProgram:
     steps = [
-        {"op": int(Op.GEMV_TILE), "args": [{"in": 0}, {"in": 1}], "out": 0, "params": dict(GEMV),
-         "out_shape": [1, 8], "out_dtype": "float32"},
+        {
+            "op": int(Op.GEMV_TILE),
+            "args": [{"in": 0}, {"in": 1}],
+            "out": 0,
+            "params": dict(GEMV),
+            "out_shape": [1, 8],
+            "out_dtype": "float32",
+        },
         {"op": int(Op.ADD), "args": [{"s": 0}, {"in": 2}], "out": "final", "params": {}},
     ]
-    return _one(Op.FUSED, [("x", IN, dt, (1, 8)), ("w", W, dt, (8, 8)), ("r", IN, dt, (1, 8))],
-                ("y", dt, (1, 8)), {"recipe": {"steps": steps}})
+    return _one(
+        Op.FUSED,
+        [("x", IN, dt, (1, 8)), ("w", W, dt, (8, 8)), ("r", IN, dt, (1, 8))],
+        ("y", dt, (1, 8)),
+        {"recipe": {"steps": steps}},
+    )
 
 
 def _gemv_quant(dt: DType) -> MegakernelProgram:
     qdtype = 6 if dt is I8 else 7
-    return _one(Op.GEMV_TILE, [("x", IN, F32, (1, 8)), ("q", W, dt, (8, 8)), ("scales", W, F16, (8, 2))],
-                ("y", F32, (1, 8)), {**GEMV, "qdtype": qdtype, "group": 4})
+    return _one(
+        Op.GEMV_TILE,
+        [("x", IN, F32, (1, 8)), ("q", W, dt, (8, 8)), ("scales", W, F16, (8, 2))],
+        ("y", F32, (1, 8)),
+        {**GEMV, "qdtype": qdtype, "group": 4},
+    )
 
 
 def _dequant(dt: DType) -> MegakernelProgram:
     qdtype = 6 if dt is I8 else 7
-    return _one(Op.DEQUANT, [("q", W, dt, (4, 8)), ("scales", W, F16, (4, 2))], ("y", F32, (4, 8)),
-                {"qdtype": qdtype, "group": 4})
+    return _one(
+        Op.DEQUANT,
+        [("q", W, dt, (4, 8)), ("scales", W, F16, (4, 2))],
+        ("y", F32, (4, 8)),
+        {"qdtype": qdtype, "group": 4},
+    )
 
 
 MATRIX: list[tuple[InstructionKind, tuple[DType, ...], Build]] = [
     (Op.NOP, (F32,), _nop),
     (Op.COPY, tuple(DType), lambda dt: _one(Op.COPY, [("x", IN, dt, (2, 8))], ("y", dt, (2, 8)), {})),
-    (Op.EMBED, FLOATS, lambda dt: _one(Op.EMBED, [("ids", IN, I32, (2,)), ("table", W, dt, (16, 8))],
-                                       ("y", dt, (2, 8)), {"hidden": 8})),
-    (Op.RMSNORM, FLOATS, lambda dt: _one(Op.RMSNORM, [("x", IN, dt, (2, 8)), ("w", W, dt, (8,))],
-                                         ("y", dt, (2, 8)), {"eps": 1e-6, "hidden": 8})),
-    (Op.LAYERNORM, FLOATS, lambda dt: _one(
-        Op.LAYERNORM, [("x", IN, dt, (2, 8)), ("w", W, dt, (8,)), ("b", W, dt, (8,))], ("y", dt, (2, 8)),
-        {"eps": 1e-5, "hidden": 8})),
-    (Op.GEMV_TILE, FLOATS, lambda dt: _one(Op.GEMV_TILE, [("x", IN, dt, (1, 8)), ("w", W, dt, (16, 8))],
-                                           ("y", dt, (1, 16)), {"K": 8, "N_tile": 16, "n_off": 0})),
+    (
+        Op.EMBED,
+        FLOATS,
+        lambda dt: _one(
+            Op.EMBED, [("ids", IN, I32, (2,)), ("table", W, dt, (16, 8))], ("y", dt, (2, 8)), {"hidden": 8}
+        ),
+    ),
+    (
+        Op.RMSNORM,
+        FLOATS,
+        lambda dt: _one(
+            Op.RMSNORM,
+            [("x", IN, dt, (2, 8)), ("w", W, dt, (8,))],
+            ("y", dt, (2, 8)),
+            {"eps": 1e-6, "hidden": 8},
+        ),
+    ),
+    (
+        Op.LAYERNORM,
+        FLOATS,
+        lambda dt: _one(
+            Op.LAYERNORM,
+            [("x", IN, dt, (2, 8)), ("w", W, dt, (8,)), ("b", W, dt, (8,))],
+            ("y", dt, (2, 8)),
+            {"eps": 1e-5, "hidden": 8},
+        ),
+    ),
+    (
+        Op.GEMV_TILE,
+        FLOATS,
+        lambda dt: _one(
+            Op.GEMV_TILE,
+            [("x", IN, dt, (1, 8)), ("w", W, dt, (16, 8))],
+            ("y", dt, (1, 16)),
+            {"K": 8, "N_tile": 16, "n_off": 0},
+        ),
+    ),
     (Op.GEMV_TILE, (I8, I4), _gemv_quant),
-    (Op.GEMM_TILE, FLOATS, lambda dt: _one(Op.GEMM_TILE, [("x", IN, dt, (3, 8)), ("w", W, dt, (8, 8))],
-                                           ("y", dt, (3, 8)), {"M_tile": 3, **GEMV})),
-    (Op.ATTENTION_TILE, FLOATS, lambda dt: _one(
-        Op.ATTENTION_TILE, [("q", IN, dt, (4, 4)), ("kcache", KV, dt, (8, 2, 4)), ("vcache", KV, dt, (8, 2, 4))],
-        ("o", dt, (1, 16)), dict(ATTN))),
-    (Op.ROPE, FLOATS, lambda dt: _one(Op.ROPE, [("x", IN, dt, (4, 8)), ("pos", IN, I32, (1,))],
-                                      ("y", dt, (4, 8)), {"head_dim": 8, "theta": 10000.0})),
-    (Op.SILU_MUL, FLOATS, lambda dt: _one(Op.SILU_MUL, [("g", IN, dt, (1, 8)), ("u", IN, dt, (1, 8))],
-                                          ("y", dt, (1, 8)), {})),
+    (
+        Op.GEMM_TILE,
+        FLOATS,
+        lambda dt: _one(
+            Op.GEMM_TILE,
+            [("x", IN, dt, (3, 8)), ("w", W, dt, (8, 8))],
+            ("y", dt, (3, 8)),
+            {"M_tile": 3, **GEMV},
+        ),
+    ),
+    (
+        Op.ATTENTION_TILE,
+        FLOATS,
+        lambda dt: _one(
+            Op.ATTENTION_TILE,
+            [("q", IN, dt, (4, 4)), ("kcache", KV, dt, (8, 2, 4)), ("vcache", KV, dt, (8, 2, 4))],
+            ("o", dt, (1, 16)),
+            dict(ATTN),
+        ),
+    ),
+    (
+        Op.ROPE,
+        FLOATS,
+        lambda dt: _one(
+            Op.ROPE,
+            [("x", IN, dt, (4, 8)), ("pos", IN, I32, (1,))],
+            ("y", dt, (4, 8)),
+            {"head_dim": 8, "theta": 10000.0},
+        ),
+    ),
+    (
+        Op.SILU_MUL,
+        FLOATS,
+        lambda dt: _one(Op.SILU_MUL, [("g", IN, dt, (1, 8)), ("u", IN, dt, (1, 8))], ("y", dt, (1, 8)), {}),
+    ),
     (Op.GELU, FLOATS, lambda dt: _one(Op.GELU, [("x", IN, dt, (1, 8))], ("y", dt, (1, 8)), {})),
-    (Op.ADD, FLOATS, lambda dt: _one(Op.ADD, [("a", IN, dt, (2, 8)), ("b", IN, dt, (2, 8))],
-                                     ("y", dt, (2, 8)), {})),
-    (Op.MUL, FLOATS, lambda dt: _one(Op.MUL, [("a", IN, dt, (2, 8)), ("b", IN, dt, (2, 8))],
-                                     ("y", dt, (2, 8)), {})),
+    (
+        Op.ADD,
+        FLOATS,
+        lambda dt: _one(Op.ADD, [("a", IN, dt, (2, 8)), ("b", IN, dt, (2, 8))], ("y", dt, (2, 8)), {}),
+    ),
+    (
+        Op.MUL,
+        FLOATS,
+        lambda dt: _one(Op.MUL, [("a", IN, dt, (2, 8)), ("b", IN, dt, (2, 8))], ("y", dt, (2, 8)), {}),
+    ),
     (Op.DEQUANT, (I8, I4), _dequant),
-    (Op.SOFTMAX, FLOATS, lambda dt: _one(Op.SOFTMAX, [("x", IN, dt, (2, 8))], ("y", dt, (2, 8)), {"dim": -1})),
-    (Op.ALLREDUCE_SHARD, FLOATS, lambda dt: _one(
-        Op.ALLREDUCE_SHARD, [("s0", IN, dt, (1, 8)), ("s1", IN, dt, (1, 8)), ("s2", IN, dt, (1, 8))],
-        ("y", dt, (1, 8)), {})),
-    (Op.KV_APPEND, FLOATS, lambda dt: _one(Op.KV_APPEND, [("k", IN, dt, (1, 2, 4)), ("kcache", KV, dt, (8, 2, 4))],
-                                           1, {"pos": 5})),
-    (Op.SAMPLE_ARGMAX, FLOATS, lambda dt: _one(Op.SAMPLE_ARGMAX, [("logits", IN, dt, (2, 16))],
-                                               ("tok", I32, (2,)), {})),
-    (Op.ATTENTION_COMBINE, FLOATS, lambda dt: _one(
-        Op.ATTENTION_COMBINE, [("p0", IN, dt, (4, 6)), ("p1", IN, dt, (4, 6))], ("o", dt, (1, 16)),
-        {"head_dim": 4, "n_heads": 4, "n_kv_heads": 2})),
+    (
+        Op.SOFTMAX,
+        FLOATS,
+        lambda dt: _one(Op.SOFTMAX, [("x", IN, dt, (2, 8))], ("y", dt, (2, 8)), {"dim": -1}),
+    ),
+    (
+        Op.ALLREDUCE_SHARD,
+        FLOATS,
+        lambda dt: _one(
+            Op.ALLREDUCE_SHARD,
+            [("s0", IN, dt, (1, 8)), ("s1", IN, dt, (1, 8)), ("s2", IN, dt, (1, 8))],
+            ("y", dt, (1, 8)),
+            {},
+        ),
+    ),
+    (
+        Op.KV_APPEND,
+        FLOATS,
+        lambda dt: _one(
+            Op.KV_APPEND, [("k", IN, dt, (1, 2, 4)), ("kcache", KV, dt, (8, 2, 4))], 1, {"pos": 5}
+        ),
+    ),
+    (
+        Op.SAMPLE_ARGMAX,
+        FLOATS,
+        lambda dt: _one(Op.SAMPLE_ARGMAX, [("logits", IN, dt, (2, 16))], ("tok", I32, (2,)), {}),
+    ),
+    (
+        Op.ATTENTION_COMBINE,
+        FLOATS,
+        lambda dt: _one(
+            Op.ATTENTION_COMBINE,
+            [("p0", IN, dt, (4, 6)), ("p1", IN, dt, (4, 6))],
+            ("o", dt, (1, 16)),
+            {"head_dim": 4, "n_heads": 4, "n_kv_heads": 2},
+        ),
+    ),
     (Op.FUSED, FLOATS, _fused),
 ]
 """Every opcode with the dtypes its numeric cases cover (the float dtypes a model runs in; every
@@ -185,10 +293,13 @@ class Writer:
 def _bind(prog: MegakernelProgram, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], ...]:
     weights, inputs, kv = {}, {}, {}
     for b in prog.buffers:
-        target = {BufferKind.WEIGHT: weights, BufferKind.IO_INPUT: inputs, BufferKind.KV_CACHE: kv}.get(b.kind)
+        target = {BufferKind.WEIGHT: weights, BufferKind.IO_INPUT: inputs, BufferKind.KV_CACHE: kv}.get(
+            b.kind
+        )
         if target is not None:
             target[b.source or b.name if b.kind is BufferKind.WEIGHT else b.name] = sample(
-                b.name, b.dtype, b.shape, rng)
+                b.name, b.dtype, b.shape, rng
+            )
     return weights, inputs, kv
 
 
@@ -209,23 +320,28 @@ def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build) -> None:
     weights, inputs, kv = _bind(prog, rng)
     out = ReferenceVM(prog).run(weights, inputs, kv)
     dtypes = sorted({b.dtype.name for b in prog.buffers})
-    w.json(f"{stem}.json", {
-        "kind": "run",
-        "description": f"{op.name} over {dt.name} operands: one task, outputs within the {dt.name} tolerance",
-        "rules": RULES + (["OP-INT-1"] if not all(DType[d].is_float for d in dtypes) else []),
-        "requires": ["run", *(f"dtype:{d}" for d in dtypes)],
-        "opcode": op.name,
-        "dtype": dt.name,
-        "tolerance": tolerance_table(),
-        "weights": _tensors(w, stem, prog, weights),
-        "kv_buffers": sorted(kv),
-        "steps": [{
-            "program": to_dict(prog),
-            "inputs": _tensors(w, stem, prog, inputs),
-            "kv": _tensors(w, f"{stem}.kv", prog, kv),
-            "expect": {"outputs": _tensors(w, f"{stem}.out", prog, _outputs(prog, out))},
-        }],
-    })
+    w.json(
+        f"{stem}.json",
+        {
+            "kind": "run",
+            "description": f"{op.name} over {dt.name} operands: one task, outputs within tolerance",
+            "rules": RULES + (["OP-INT-1"] if not all(DType[d].is_float for d in dtypes) else []),
+            "requires": ["run", *(f"dtype:{d}" for d in dtypes)],
+            "opcode": op.name,
+            "dtype": dt.name,
+            "tolerance": tolerance_table(),
+            "weights": _tensors(w, stem, prog, weights),
+            "kv_buffers": sorted(kv),
+            "steps": [
+                {
+                    "program": to_dict(prog),
+                    "inputs": _tensors(w, stem, prog, inputs),
+                    "kv": _tensors(w, f"{stem}.kv", prog, kv),
+                    "expect": {"outputs": _tensors(w, f"{stem}.out", prog, _outputs(prog, out))},
+                }
+            ],
+        },
+    )
 
 
 def _seed(stem: str) -> int:
@@ -250,31 +366,40 @@ def decode_case(w: Writer, name: str, dt: DType, launches: int, skip: int) -> No
         out = ReferenceVM(prog).run(weights, inputs, kv)
         kv_names = [b.name for b in prog.buffers if b.kind is BufferKind.KV_CACHE]
         if pos == skip and skip:
-            prior = _tensors(w, f"{name}.prior", prog, {k: _outputs(prog, kv)[k] for k in kv_names}) if kv else {}
+            prior = (
+                _tensors(w, f"{name}.prior", prog, {k: _outputs(prog, kv)[k] for k in kv_names}) if kv else {}
+            )
         if pos >= skip:
             rel = f"{DATA}/{name}.pos{pos}.program.json"
             w.files[rel] = dumps(prog).encode()
-            step: dict[str, Any] = {"program_file": rel, "inputs": _tensors(w, f"{name}.pos{pos}", prog, inputs),
-                                    "expect": {"outputs": _tensors(w, f"{name}.pos{pos}.out", prog,
-                                                                   _outputs(prog, out))}}
+            step: dict[str, Any] = {
+                "program_file": rel,
+                "inputs": _tensors(w, f"{name}.pos{pos}", prog, inputs),
+                "expect": {"outputs": _tensors(w, f"{name}.pos{pos}.out", prog, _outputs(prog, out))},
+            }
             if pos == skip and skip:
                 step = {"kv": prior, **step}
             steps.append(step)
         kv = {k: out[k] for k in kv_names}
-    by = lambda: prog.buffers  # noqa: E731
-    w.json(f"{name}.json", {
-        "kind": "run",
-        "description": (f"toy model ({TOY.n_layers} layer) in {dt.name}: decode positions {skip}..{launches - 1}, "
-                        + ("starting from a given prior KV state" if skip else "starting from empty caches")
-                        + "; each launch's KV caches are threaded into the next"),
-        "rules": [*RULES, "EXEC-KV-1"],
-        "requires": ["run", f"dtype:{dt.name}", "dtype:I32"],
-        "model": {"name": TOY.name, "tokens": tokens},
-        "tolerance": tolerance_table(),
-        "weights": {k: w.tensor(f"{name}.w.{k}", v, dt) for k, v in weights.items()},
-        "kv_buffers": sorted(b.name for b in by() if b.kind is BufferKind.KV_CACHE),
-        "steps": steps,
-    })
+    by = lambda: prog.buffers
+    w.json(
+        f"{name}.json",
+        {
+            "kind": "run",
+            "description": (
+                f"toy model ({TOY.n_layers} layer) in {dt.name}: decode positions {skip}..{launches - 1}, "
+                + ("starting from a given prior KV state" if skip else "starting from empty caches")
+                + "; each launch's KV caches are threaded into the next"
+            ),
+            "rules": [*RULES, "EXEC-KV-1"],
+            "requires": ["run", f"dtype:{dt.name}", "dtype:I32"],
+            "model": {"name": TOY.name, "tokens": tokens},
+            "tolerance": tolerance_table(),
+            "weights": {k: w.tensor(f"{name}.w.{k}", v, dt) for k, v in weights.items()},
+            "kv_buffers": sorted(b.name for b in by() if b.kind is BufferKind.KV_CACHE),
+            "steps": steps,
+        },
+    )
 
 
 def build_files() -> dict[str, bytes]:

@@ -23,7 +23,9 @@ def test_case(case: Case, kit_session: Session, request: pytest.FixtureRequest) 
         request.applymarker(pytest.mark.xfail(reason=gap, strict=False))
     t0 = time.perf_counter()
     verdict = judge(case, kit_session)
-    RESULTS.append(CaseResult(case, verdict.status, verdict.reason, time.perf_counter() - t0, verdict.protocol))
+    RESULTS.append(
+        CaseResult(case, verdict.status, verdict.reason, time.perf_counter() - t0, verdict.protocol)
+    )
     if verdict.status == NA:
         pytest.skip(f"not applicable: {verdict.reason}")
     if verdict.status == FAIL:

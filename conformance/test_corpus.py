@@ -39,8 +39,12 @@ def test_every_must_has_a_case() -> None:
 def test_every_code_has_a_trigger_and_a_near_miss() -> None:
     validate = [c.body for c in CASES if c.kind == "validate"]
     triggered = {code for case in validate for code in case["expect"].get("codes", [])}
-    near = {code for case in validate if case["expect"]["verdict"] == "accepted"
-            for code in case["expect"].get("absent_codes", [])}
+    near = {
+        code
+        for case in validate
+        if case["expect"]["verdict"] == "accepted"
+        for code in case["expect"].get("absent_codes", [])
+    }
     wanted = set(CODES) - UNTRIGGERABLE
     assert sorted(wanted - triggered) == []
     assert sorted(wanted - near) == []
@@ -58,8 +62,11 @@ def test_every_opcode_and_dtype_has_a_numeric_case() -> None:
 def test_committed_validate_cases_match_the_generators() -> None:
     generated = make_cases.build_cases()
     folders = set(make_cases.FAMILY_DIRS.values())
-    on_disk = {str(p.relative_to(CASES_DIR)): p.read_text() for p in CASES_DIR.rglob("*.json")
-               if p.parent.name in folders}
+    on_disk = {
+        str(p.relative_to(CASES_DIR)): p.read_text()
+        for p in CASES_DIR.rglob("*.json")
+        if p.parent.name in folders
+    }
     assert sorted(on_disk) == sorted(generated)
     assert [k for k in generated if on_disk[k] != generated[k]] == []
     memory = {n: make_memory_cases.render(d) for n, d in make_memory_cases.build_cases().items()}
@@ -84,14 +91,18 @@ def test_committed_run_cases_match_the_generator() -> None:
         if ".out." in rel:
             continue
         if rel.endswith(".json") and "/" not in rel:
-            assert _without_outputs(json.loads(on_disk[rel].read_text())) == _without_outputs(json.loads(data)), rel
+            assert _without_outputs(json.loads(on_disk[rel].read_text())) == _without_outputs(
+                json.loads(data)
+            ), rel
         else:
             assert on_disk[rel].read_bytes() == data, rel
 
 
 def _without_outputs(doc: dict) -> dict:  # type: ignore[type-arg]
     for step in doc["steps"]:
-        step["expect"] = {k: {"dtype": v["dtype"], "shape": v["shape"]} for k, v in step["expect"]["outputs"].items()}
+        step["expect"] = {
+            k: {"dtype": v["dtype"], "shape": v["shape"]} for k, v in step["expect"]["outputs"].items()
+        }
     return doc
 
 
@@ -103,4 +114,6 @@ def test_shipped_schemas_are_current() -> None:
 def test_the_protocol_schema_is_a_valid_2020_12_schema() -> None:
     import jsonschema
 
-    jsonschema.Draft202012Validator.check_schema(json.loads(Path(schemas.KIT / "protocol.schema.json").read_text()))
+    jsonschema.Draft202012Validator.check_schema(
+        json.loads(Path(schemas.KIT / "protocol.schema.json").read_text())
+    )

@@ -18,8 +18,9 @@ EXAMPLES = Path(__file__).resolve().parent / "examples"
 
 
 def test_the_ten_minute_adapter_passes_what_it_claims_and_nothing_else() -> None:
-    run = run_kit(f"{sys.executable} -m conformance.examples.ten_minute_adapter", default_cases_dir(),
-                  select="R30")
+    run = run_kit(
+        f"{sys.executable} -m conformance.examples.ten_minute_adapter", default_cases_dir(), select="R30"
+    )
     statuses = {r.case.kind: set() for r in run.results}
     for r in run.results:
         statuses[r.case.kind].add(r.status)
@@ -31,8 +32,14 @@ def test_the_transcript_is_what_the_adapter_answers() -> None:
     lines = (EXAMPLES / "transcript.txt").read_text().splitlines()
     requests = [line[4:] for line in lines if line.startswith(">>> ")]
     replies = [json.loads(line[4:]) for line in lines if line.startswith("<<< ")]
-    proc = subprocess.run([sys.executable, "-m", "amkspec.conformance.adapter"], input="\n".join(requests) + "\n",
-                          capture_output=True, text=True, timeout=120, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "amkspec.conformance.adapter"],
+        input="\n".join(requests) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert [json.loads(line) for line in proc.stdout.splitlines()] == replies
     validator = jsonschema.Draft202012Validator(SCHEMA)
     for message in [json.loads(r) for r in requests] + replies:

@@ -28,9 +28,12 @@ def _expect(case: Case) -> dict:  # type: ignore[type-arg]
 
 def accept_everything_fails(case: Case) -> bool:
     e = _expect(case)
-    return {"format": e.get("outcome") == "refused",
-            "validate": e.get("verdict") == "rejected" or bool(e.get("codes")),
-            "refuse": e.get("outcome") == "refused", "run": False}[case.kind]
+    return {
+        "format": e.get("outcome") == "refused",
+        "validate": e.get("verdict") == "rejected" or bool(e.get("codes")),
+        "refuse": e.get("outcome") == "refused",
+        "run": False,
+    }[case.kind]
 
 
 def reject_everything_fails(case: Case) -> bool:
@@ -82,12 +85,15 @@ def _run(name: str, select: str | None) -> KitRun:
     """Run the broken implementation ``name``; a short timeout for the one that hangs (its cases
     never import torch, so a healthy answer is always quick)."""
     timeout = 2.0 if name == "hang-on-unknown" else 60.0
-    return run_kit(f"{sys.executable} -m conformance.broken {name}", CASES_DIR, select=select, timeout_s=timeout)
+    return run_kit(
+        f"{sys.executable} -m conformance.broken {name}", CASES_DIR, select=select, timeout_s=timeout
+    )
 
 
 @pytest.mark.parametrize(("name", "select", "fails", "restarts"), BROKEN, ids=[b[0] for b in BROKEN])
 def test_broken_implementation_fails_exactly_the_predicted_cases(
-        name: str, select: str | None, fails: Predicate, restarts: int) -> None:
+    name: str, select: str | None, fails: Predicate, restarts: int
+) -> None:
     run = _run(name, select)
     assert run.results, name
     failed = {r.case.id for r in run.results if r.status == FAIL}
@@ -106,16 +112,18 @@ def test_broken_implementation_fails_exactly_the_predicted_cases(
 
 def test_the_crash_and_the_hang_are_reported_with_their_reason() -> None:
     crash = _run("crash-on-rope", "run/rope_f32")
-    assert [r.reason for r in crash.results][0].startswith("crashed on 'run' (exit status 3)")
+    assert crash.results[0].reason.startswith("crashed on 'run' (exit status 3)")
     hang = _run("hang-on-unknown", "format/unknown_fields")
     assert "timeout" in hang.results[0].reason
-    assert {r for r in report.to_json(hang)["rules"] if report.to_json(hang)["rules"][r]["status"] == FAIL} >= {
-        "FMT-UNK-1", "CONF-REPLY-1"}
+    assert {
+        r for r in report.to_json(hang)["rules"] if report.to_json(hang)["rules"][r]["status"] == FAIL
+    } >= {"FMT-UNK-1", "CONF-REPLY-1"}
 
 
 def test_a_missing_capability_makes_cases_not_applicable(tmp_path: pytest.TempPathFactory) -> None:
-    run = run_kit(f"{sys.executable} -m amkspec.conformance.adapter --vm cpu-kernel", CASES_DIR,
-                  select="run/add_f")
+    run = run_kit(
+        f"{sys.executable} -m amkspec.conformance.adapter --vm cpu-kernel", CASES_DIR, select="run/add_f"
+    )
     caps = set(run.implementation["capabilities"])
     if "run" in caps:
         pytest.skip("the megakernel is importable here, so cpu-kernel runs these cases")

@@ -67,7 +67,7 @@ def _rope(x: T, pos: T, p: dict[str, Any]) -> T:
 def _kv_append(new: T, cache: T, p: dict[str, Any]) -> T:
     out = cache.clone()
     rows = new.reshape(-1, *cache.shape[1:])
-    out[p["pos"]: p["pos"] + rows.shape[0]] = rows
+    out[p["pos"] : p["pos"] + rows.shape[0]] = rows
     return out
 
 
@@ -78,8 +78,10 @@ FORMULAS: dict[str, Formula] = {
     "EMBED": lambda i, p: i[1][i[0].long()],
     "RMSNORM": lambda i, p: rms_norm(i[0], i[1], p["eps"]),
     "LAYERNORM": lambda i, p: F.layer_norm(i[0], (i[0].shape[-1],), i[1], i[2], p["eps"]),
-    "GEMV_TILE": lambda i, p: i[0] @ (_dequant(i[1], i[2], p["qdtype"], p["group"], p["K"])
-                                      if p.get("qdtype") in (6, 7) else i[1]).T,
+    "GEMV_TILE": lambda i, p: (
+        i[0]
+        @ (_dequant(i[1], i[2], p["qdtype"], p["group"], p["K"]) if p.get("qdtype") in (6, 7) else i[1]).T
+    ),
     "GEMM_TILE": lambda i, p: i[0] @ i[1].T,
     "ATTENTION_TILE": lambda i, p: _attention(i[0], i[1], i[2], p),
     "ROPE": lambda i, p: _rope(i[0], i[1], p),
@@ -130,7 +132,10 @@ def test_decode_case_agrees_with_the_eager_model(case: Case) -> None:
     dtype = DType[next(r for r in case.requires if r.startswith("dtype:") and r != "dtype:I32")[6:]]
     from amkspec.semantics import torch_dtype
 
-    weights = {k: torch.from_numpy(decode(v, case.base)).to(torch_dtype(dtype)) for k, v in case.body["weights"].items()}
+    weights = {
+        k: torch.from_numpy(decode(v, case.base)).to(torch_dtype(dtype))
+        for k, v in case.body["weights"].items()
+    }
     tokens = case.body["model"]["tokens"]
     first = len(tokens) - len(case.body["steps"])
     eager = EagerDecoder(TOY, weights, dtype)

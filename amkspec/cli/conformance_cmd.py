@@ -20,17 +20,39 @@ DEFAULT_IMPL = f"{shlex.quote(sys.executable)} -m amkspec.conformance.adapter --
 
 
 @main.command("conformance")
-@click.option("--impl", "impl", default=DEFAULT_IMPL, show_default="amkspec's adapter, reference VM",
-              help="The command of the implementation under test (speaks the §9.3 protocol).")
-@click.option("--cases", "cases_dir", type=click.Path(file_okay=False), default=None,
-              help="The cases folder (default: conformance/cases).")
+@click.option(
+    "--impl",
+    "impl",
+    default=DEFAULT_IMPL,
+    show_default="amkspec's adapter, reference VM",
+    help="The command of the implementation under test (speaks the §9.3 protocol).",
+)
+@click.option(
+    "--cases",
+    "cases_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The cases folder (default: conformance/cases).",
+)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the JSON report here.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
 @click.option("-k", "select", default=None, help="Only cases whose id contains this text.")
-@click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True,
-              help="Seconds an implementation may take to answer one request.")
-def conformance_command(impl: str, cases_dir: str | None, report_path: str | None, junit_path: str | None,
-                        select: str | None, timeout_s: float) -> None:
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds an implementation may take to answer one request.",
+)
+def conformance_command(
+    impl: str,
+    cases_dir: str | None,
+    report_path: str | None,
+    junit_path: str | None,
+    select: str | None,
+    timeout_s: float,
+) -> None:
     """Certify the implementation IMPL against the conformance kit (spec §9)."""
     from amkspec.conformance import report
     from amkspec.conformance.cases import CaseError, default_cases_dir

@@ -27,7 +27,9 @@ from amkspec.ir import AmkspecError, FormatError, MegakernelProgram, VersionErro
 
 VMS = ("reference", "cpu-kernel", "cuda")
 
-Runner = Callable[[MegakernelProgram, dict[str, Any], dict[str, Any], "dict[str, Any] | None"], dict[str, Any]]
+Runner = Callable[
+    [MegakernelProgram, dict[str, Any], dict[str, Any], "dict[str, Any] | None"], dict[str, Any]
+]
 
 
 def _error_path(exc: AmkspecError) -> str | None:
@@ -48,8 +50,9 @@ def reference_runner() -> Runner:
     """Runs on :class:`amkspec.vm.ReferenceVM` (refuses what ``validate()`` rejects, rule EXEC-REFUSE-1).
     torch is imported on the first ``run``, so ``start`` answers quickly."""
 
-    def run(program: MegakernelProgram, weights: dict[str, Any], inputs: dict[str, Any],
-            kv: dict[str, Any] | None) -> dict[str, Any]:
+    def run(
+        program: MegakernelProgram, weights: dict[str, Any], inputs: dict[str, Any], kv: dict[str, Any] | None
+    ) -> dict[str, Any]:
         from amkspec.vm import ReferenceVM
 
         return ReferenceVM(program).run(weights, inputs, kv)
@@ -71,8 +74,9 @@ def megakernel_runner(backend: str) -> Runner | None:
         if not torch.cuda.is_available():
             return None
 
-    def run(program: MegakernelProgram, weights: dict[str, Any], inputs: dict[str, Any],
-            kv: dict[str, Any] | None) -> dict[str, Any]:
+    def run(
+        program: MegakernelProgram, weights: dict[str, Any], inputs: dict[str, Any], kv: dict[str, Any] | None
+    ) -> dict[str, Any]:
         from amkspec.proofs import validate
         from amkspec.vm import RefusedProgram
 
@@ -104,7 +108,9 @@ class Adapter:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """The reply to one request (``ok: false`` with the reason for anything unusable)."""
         cmd = request.get("cmd")
-        method = getattr(self, f"on_{cmd}", None) if cmd in ("start", "load", "validate", "run", "stop") else None
+        method = (
+            getattr(self, f"on_{cmd}", None) if cmd in ("start", "load", "validate", "run", "stop") else None
+        )
         if method is None:
             return {"ok": False, "error": {"class": "ProtocolError", "message": f"unknown command {cmd!r}"}}
         try:
@@ -114,8 +120,12 @@ class Adapter:
         return {"ok": True, **reply}
 
     def on_start(self, request: dict[str, Any]) -> dict[str, Any]:
-        return {"name": f"{self.name} ({self.vm} VM)", "version": __version__, "protocol": PROTOCOL_VERSION,
-                "capabilities": self.capabilities()}
+        return {
+            "name": f"{self.name} ({self.vm} VM)",
+            "version": __version__,
+            "protocol": PROTOCOL_VERSION,
+            "capabilities": self.capabilities(),
+        }
 
     def on_load(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -138,7 +148,10 @@ class Adapter:
         from amkspec.vm import ExecutionError, RefusedProgram
 
         if self.runner is None:
-            return {"status": "error", "error": {"class": "Unsupported", "message": "run is not a capability"}}
+            return {
+                "status": "error",
+                "error": {"class": "Unsupported", "message": "run is not a capability"},
+            }
         prog = loads(request["program"])
         weights = {k: decode(v) for k, v in request["weights"].items()}
         inputs = {k: decode(v) for k, v in request["inputs"].items()}
@@ -164,8 +177,11 @@ def serve(adapter: Adapter, stdin: IO[str], stdout: IO[str]) -> None:
         try:
             request = json.loads(line)
         except ValueError as exc:
-            reply: dict[str, Any] = {"id": None, "ok": False,
-                                     "error": {"class": "ProtocolError", "message": f"not JSON: {exc}"}}
+            reply: dict[str, Any] = {
+                "id": None,
+                "ok": False,
+                "error": {"class": "ProtocolError", "message": f"not JSON: {exc}"},
+            }
         else:
             if not isinstance(request, dict):
                 request = {}
@@ -178,7 +194,11 @@ def serve(adapter: Adapter, stdin: IO[str], stdout: IO[str]) -> None:
 
 def make_adapter(vm: str) -> Adapter:
     """The adapter for ``vm`` (see the module docstring)."""
-    runner = reference_runner() if vm == "reference" else megakernel_runner("cpu" if vm == "cpu-kernel" else "cuda")
+    runner = (
+        reference_runner()
+        if vm == "reference"
+        else megakernel_runner("cpu" if vm == "cpu-kernel" else "cuda")
+    )
     return Adapter(runner, vm)
 
 

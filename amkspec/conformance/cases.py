@@ -68,8 +68,15 @@ def load_case(path: Path, root: Path) -> Case:
     if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
         raise CaseError(f"{path}: rules must be a list of rule IDs")
     case_id = str(path.relative_to(root).with_suffix("")).replace("\\", "/")
-    return Case(case_id, path, kind, str(doc.get("description", "")), tuple(rules),
-                tuple(doc.get("requires", DEFAULT_REQUIRES[kind])), doc)
+    return Case(
+        case_id,
+        path,
+        kind,
+        str(doc.get("description", "")),
+        tuple(rules),
+        tuple(doc.get("requires", DEFAULT_REQUIRES[kind])),
+        doc,
+    )
 
 
 def discover(root: Path, select: str | None = None) -> list[Case]:

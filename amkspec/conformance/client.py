@@ -50,11 +50,18 @@ class Session:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> dict[str, Any]:
         """Start the process and perform the handshake; the ``start`` reply (also kept as ``info``)."""
-        self._stderr = tempfile.TemporaryFile(mode="w+")
+        if self._stderr is not None:
+            self._stderr.close()
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives as long as the process
         try:
             self._proc = subprocess.Popen(
-                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                bufsize=1, start_new_session=True,
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
             )
         except OSError as exc:
             raise ProtocolFailure(f"cannot start {self.command!r}: {exc}") from exc
@@ -128,7 +135,9 @@ class Session:
         try:
             line = self._lines.get(timeout=timeout_s)
         except queue.Empty:
-            raise ProtocolFailure(f"no reply to {message['cmd']!r} within {timeout_s:g} s (timeout)") from None
+            raise ProtocolFailure(
+                f"no reply to {message['cmd']!r} within {timeout_s:g} s (timeout)"
+            ) from None
         if line is None:
             code = self._proc.wait()
             raise ProtocolFailure(f"crashed on {message['cmd']!r} (exit status {code}){self._stderr_tail()}")
@@ -137,8 +146,10 @@ class Session:
         except ValueError:
             raise ProtocolFailure(f"malformed reply to {message['cmd']!r}: {line.strip()[:120]!r}") from None
         if not isinstance(reply, dict) or reply.get("id") != rid or not isinstance(reply.get("ok"), bool):
-            raise ProtocolFailure(f"malformed reply to {message['cmd']!r} (not an object with id {rid} "
-                                  f"and ok): {line.strip()[:120]!r}")
+            raise ProtocolFailure(
+                f"malformed reply to {message['cmd']!r} (not an object with id {rid} "
+                f"and ok): {line.strip()[:120]!r}"
+            )
         return reply
 
     def _stderr_tail(self) -> str:

@@ -64,8 +64,10 @@ def judge_format(case: Case, session: Session) -> None:
             raise Mismatch(f"refused a document it must load: {reply.get('error')}")
         wanted = expect.get("document", case.body["document"])
         if reply.get("document") != wanted:
-            raise Mismatch("the re-serialised document differs from the expected bytes" + _first_diff(
-                str(reply.get("document")), wanted))
+            raise Mismatch(
+                "the re-serialised document differs from the expected bytes"
+                + _first_diff(str(reply.get("document")), wanted)
+            )
         return
     if status != "refused":
         raise Mismatch(f"loaded a document it must refuse with {expect['error_class']}")
@@ -77,8 +79,11 @@ def judge_format(case: Case, session: Session) -> None:
 
 
 def _first_diff(got: str, wanted: str) -> str:
-    at = next((i for i, (a, b) in enumerate(zip(got, wanted)) if a != b), min(len(got), len(wanted)))
-    return f" (first difference at character {at}: got {got[at:at + 30]!r}, expected {wanted[at:at + 30]!r})"
+    pairs = enumerate(zip(got, wanted, strict=False))
+    at = next((i for i, (a, b) in pairs if a != b), min(len(got), len(wanted)))
+    return (
+        f" (first difference at character {at}: got {got[at : at + 30]!r}, expected {wanted[at : at + 30]!r})"
+    )
 
 
 # -- validate -----------------------------------------------------------------------------------
@@ -102,10 +107,17 @@ def _tensors(objs: dict[str, Any] | None, case: Case) -> dict[str, Any]:
 
 
 def _run(case: Case, session: Session, step: dict[str, Any], kv: dict[str, Any] | None) -> dict[str, Any]:
-    return _ok(session.request({
-        "cmd": "run", "program": program_text(step, case.base), "weights": _tensors(case.body["weights"], case),
-        "inputs": _tensors(step.get("inputs"), case), "kv": kv,
-    }))
+    return _ok(
+        session.request(
+            {
+                "cmd": "run",
+                "program": program_text(step, case.base),
+                "weights": _tensors(case.body["weights"], case),
+                "inputs": _tensors(step.get("inputs"), case),
+                "kv": kv,
+            }
+        )
+    )
 
 
 def judge_run(case: Case, session: Session) -> None:
@@ -142,8 +154,12 @@ def compare(got: Any, want: dict[str, Any], case: Case, tolerance: dict[str, lis
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     if want["dtype"] not in FLOAT_DTYPES:
         bad = np.flatnonzero(a.reshape(-1) != e.reshape(-1))
-        return "" if bad.size == 0 else f"{bad.size} value(s) differ; first at {int(bad[0])}: " \
+        return (
+            ""
+            if bad.size == 0
+            else f"{bad.size} value(s) differ; first at {int(bad[0])}: "
             f"{float(a.reshape(-1)[bad[0]]):g} vs {float(e.reshape(-1)[bad[0]]):g} (rule OP-INT-1: exact)"
+        )
     atol, rtol = tolerance[want["dtype"]]
     with np.errstate(invalid="ignore"):
         err = np.abs(a - e)
@@ -151,8 +167,10 @@ def compare(got: Any, want: dict[str, Any], case: Case, tolerance: dict[str, lis
     if ok.all():
         return ""
     first = int(np.flatnonzero(~ok.reshape(-1))[0])
-    return (f"{int((~ok).sum())} value(s) outside atol {atol:g} + rtol {rtol:g}; first at {first}: "
-            f"{float(a.reshape(-1)[first]):.9g} vs {float(e.reshape(-1)[first]):.9g}")
+    return (
+        f"{int((~ok).sum())} value(s) outside atol {atol:g} + rtol {rtol:g}; first at {first}: "
+        f"{float(a.reshape(-1)[first]):.9g} vs {float(e.reshape(-1)[first]):.9g}"
+    )
 
 
 # -- refuse -------------------------------------------------------------------------------------
@@ -167,4 +185,3 @@ def judge_refuse(case: Case, session: Session) -> None:
 
 
 JUDGES = {"format": judge_format, "validate": judge_validate, "run": judge_run, "refuse": judge_refuse}
-

@@ -69,7 +69,7 @@ class KitRun:
                 ids = tuple(r.case.id for r in results)
                 failed = tuple(r.case.id for r in results if r.status == FAIL)
                 statuses = {r.status for r in results}
-            status = (FAIL if failed else PASS if PASS in statuses else NA if statuses else "untested")
+            status = FAIL if failed else PASS if PASS in statuses else NA if statuses else "untested"
             out.append(RuleResult(rid, status, ids, failed))
         return out
 
@@ -80,8 +80,14 @@ def _binding(case: Case) -> bool:
     return not levels or Level.MUST in levels
 
 
-def run_kit(command: str, cases_dir: Path, *, select: str | None = None, timeout_s: float = 60.0,
-            on_result: Callable[[CaseResult], None] | None = None) -> KitRun:
+def run_kit(
+    command: str,
+    cases_dir: Path,
+    *,
+    select: str | None = None,
+    timeout_s: float = 60.0,
+    on_result: Callable[[CaseResult], None] | None = None,
+) -> KitRun:
     """Run every case under ``cases_dir`` against the implementation ``command``."""
     cases = discover(cases_dir, select)
     session = Session(command, timeout_s=timeout_s)
@@ -92,7 +98,9 @@ def run_kit(command: str, cases_dir: Path, *, select: str | None = None, timeout
         for case in cases:
             t = time.perf_counter()
             verdict = judge(case, session) if info is not None else Verdict(FAIL, _start_failure, True)
-            result = CaseResult(case, verdict.status, verdict.reason, time.perf_counter() - t, verdict.protocol)
+            result = CaseResult(
+                case, verdict.status, verdict.reason, time.perf_counter() - t, verdict.protocol
+            )
             results.append(result)
             if on_result is not None:
                 on_result(result)

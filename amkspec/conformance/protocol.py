@@ -4,13 +4,13 @@ The implementation is a command. The kit writes one JSON object per line to its 
 exactly one JSON object per line from its stdout for each request (rule CONF-REPLY-1); anything on
 stderr is kept for failure messages. Requests carry an ``id`` that the reply repeats. Commands:
 
-``start``     → ``name``, ``version``, ``capabilities`` (rule CONF-START-1)
-``load``      a document's text → ``loaded`` with the re-serialised text, or ``refused`` with the
-              error class and JSON path (rules FMT-*)
-``validate``  a document's text → verdict and diagnostic codes (rules VAL-*)
-``run``       a program's text, weights, inputs and optional prior KV → outputs, or ``refused``
-              (rules EXEC-*, OP-*)
-``stop``      → ``ok``, then the process exits
+* ``start`` → ``name``, ``version``, ``capabilities`` (rule CONF-START-1);
+* ``load``: a document's text → ``loaded`` with the re-serialised text, or ``refused`` with the
+  error class and JSON path (rules FMT-…);
+* ``validate``: a document's text → verdict and diagnostic codes (rules VAL-…);
+* ``run``: a program's text, weights, inputs and optional prior KV → outputs, or ``refused``
+  (rules EXEC-…, OP-…);
+* ``stop`` → ``stopped``, then the process exits.
 
 Tensors travel as ``{"dtype": <IR dtype name>, "shape": [...], "data": [...]}`` (values flattened
 in row-major order, storage layout: packed I4 is ``U8``-valued with a halved last dim) or, from the
@@ -51,8 +51,11 @@ _TENSORS: dict[str, Any] = {"type": "object", "additionalProperties": {"$ref": "
 _ERROR: dict[str, Any] = {
     "type": "object",
     "required": ["class", "message"],
-    "properties": {"class": {"type": "string"}, "message": {"type": "string"},
-                   "path": {"type": ["string", "null"]}},
+    "properties": {
+        "class": {"type": "string"},
+        "message": {"type": "string"},
+        "path": {"type": ["string", "null"]},
+    },
 }
 
 
@@ -81,33 +84,72 @@ SCHEMA: dict[str, Any] = {
         "tensor": _TENSOR,
         "tensors": _TENSORS,
         "error": _ERROR,
-        "request": {"oneOf": [
-            _request("start", ["protocol"], {"protocol": {"type": "string"}}),
-            _request("load", ["document"], {"document": {"type": "string"}}),
-            _request("validate", ["document"], {"document": {"type": "string"}}),
-            _request("run", ["program", "weights", "inputs"], {
-                "program": {"type": "string"}, "weights": {"$ref": "#/$defs/tensors"},
-                "inputs": {"$ref": "#/$defs/tensors"},
-                "kv": {"anyOf": [{"$ref": "#/$defs/tensors"}, {"type": "null"}]}}),
-            _request("stop", [], {}),
-        ]},
-        "reply": {"oneOf": [
-            _reply({"name": {"type": "string"}, "version": {"type": "string"},
-                    "protocol": {"type": "string"},
-                    "capabilities": {"type": "array", "items": {"type": "string"}}},
-                   ["name", "version", "capabilities"]),
-            _reply({"status": {"const": "loaded"}, "document": {"type": "string"}}, ["status", "document"]),
-            _reply({"status": {"const": "refused"}, "error": {"$ref": "#/$defs/error"},
-                    "codes": {"type": "array", "items": {"type": "string"}}}, ["status"]),
-            _reply({"verdict": {"enum": ["accepted", "rejected", "unusable"]},
-                    "codes": {"type": "array", "items": {"type": "string"}}}, ["verdict", "codes"]),
-            _reply({"status": {"const": "ran"}, "outputs": {"$ref": "#/$defs/tensors"}}, ["status", "outputs"]),
-            _reply({"status": {"const": "error"}, "error": {"$ref": "#/$defs/error"}}, ["status", "error"]),
-            _reply({"stopped": {"const": True}}, ["stopped"]),
-            {"type": "object", "required": ["id", "ok", "error"],
-             "properties": {"id": {"type": ["integer", "null"]}, "ok": {"const": False},
-                            "error": {"$ref": "#/$defs/error"}}},
-        ]},
+        "request": {
+            "oneOf": [
+                _request("start", ["protocol"], {"protocol": {"type": "string"}}),
+                _request("load", ["document"], {"document": {"type": "string"}}),
+                _request("validate", ["document"], {"document": {"type": "string"}}),
+                _request(
+                    "run",
+                    ["program", "weights", "inputs"],
+                    {
+                        "program": {"type": "string"},
+                        "weights": {"$ref": "#/$defs/tensors"},
+                        "inputs": {"$ref": "#/$defs/tensors"},
+                        "kv": {"anyOf": [{"$ref": "#/$defs/tensors"}, {"type": "null"}]},
+                    },
+                ),
+                _request("stop", [], {}),
+            ]
+        },
+        "reply": {
+            "oneOf": [
+                _reply(
+                    {
+                        "name": {"type": "string"},
+                        "version": {"type": "string"},
+                        "protocol": {"type": "string"},
+                        "capabilities": {"type": "array", "items": {"type": "string"}},
+                    },
+                    ["name", "version", "capabilities"],
+                ),
+                _reply(
+                    {"status": {"const": "loaded"}, "document": {"type": "string"}}, ["status", "document"]
+                ),
+                _reply(
+                    {
+                        "status": {"const": "refused"},
+                        "error": {"$ref": "#/$defs/error"},
+                        "codes": {"type": "array", "items": {"type": "string"}},
+                    },
+                    ["status"],
+                ),
+                _reply(
+                    {
+                        "verdict": {"enum": ["accepted", "rejected", "unusable"]},
+                        "codes": {"type": "array", "items": {"type": "string"}},
+                    },
+                    ["verdict", "codes"],
+                ),
+                _reply(
+                    {"status": {"const": "ran"}, "outputs": {"$ref": "#/$defs/tensors"}},
+                    ["status", "outputs"],
+                ),
+                _reply(
+                    {"status": {"const": "error"}, "error": {"$ref": "#/$defs/error"}}, ["status", "error"]
+                ),
+                _reply({"stopped": {"const": True}}, ["stopped"]),
+                {
+                    "type": "object",
+                    "required": ["id", "ok", "error"],
+                    "properties": {
+                        "id": {"type": ["integer", "null"]},
+                        "ok": {"const": False},
+                        "error": {"$ref": "#/$defs/error"},
+                    },
+                },
+            ]
+        },
     },
     "oneOf": [{"$ref": "#/$defs/request"}, {"$ref": "#/$defs/reply"}],
 }

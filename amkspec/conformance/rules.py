@@ -62,44 +62,113 @@ INTERNAL_CODES = frozenset({"S199"})
 
 _HAND_WRITTEN: tuple[Rule, ...] = (
     # §1 data model
-    Rule("DATA-ID-1", M, "§1.1", "Every buffer, counter and task id MUST equal its position in its list.",
-         ("S102",)),
+    Rule(
+        "DATA-ID-1",
+        M,
+        "§1.1",
+        "Every buffer, counter and task id MUST equal its position in its list.",
+        ("S102",),
+    ),
     # §2 synchronisation and execution
-    Rule("EXEC-FIRE-1", M, "§2.2", "A VM MUST start a task only when every one of its waits holds "
-         "(counter ≥ threshold), and MUST increment the task's out_counter by exactly 1 when it ends."),
-    Rule("EXEC-RESULT-1", M, "§2.4", "One launch MUST leave in every IO_OUTPUT and KV_CACHE buffer "
-         "what the reference numerics of §7 compute over the tasks in any order the counters allow."),
-    Rule("EXEC-KV-1", M, "§2.3", "KV_CACHE contents MUST persist from one launch to the next; a KV "
-         "state given with a launch MUST replace the carried one."),
+    Rule(
+        "EXEC-FIRE-1",
+        M,
+        "§2.2",
+        "A VM MUST start a task only when every one of its waits holds "
+        "(counter ≥ threshold), and MUST increment the task's out_counter by exactly 1 when it ends.",
+    ),
+    Rule(
+        "EXEC-RESULT-1",
+        M,
+        "§2.4",
+        "One launch MUST leave in every IO_OUTPUT and KV_CACHE buffer "
+        "what the reference numerics of §7 compute over the tasks in any order the counters allow.",
+    ),
+    Rule(
+        "EXEC-KV-1",
+        M,
+        "§2.3",
+        "KV_CACHE contents MUST persist from one launch to the next; a KV "
+        "state given with a launch MUST replace the carried one.",
+    ),
     Rule("EXEC-REFUSE-1", M, "§2.4", "A VM MUST refuse, and not run, a program the validator rejects."),
     Rule("EXEC-REFUSE-2", M, "§2.4", "A VM MUST run a program the validator accepts."),
     # §6 the JSON format
-    Rule("FMT-RT-1", M, "§6.2", "A reader-writer MUST re-serialise a canonical document "
-         "(`json.dumps(doc, indent=2)`) byte for byte."),
+    Rule(
+        "FMT-RT-1",
+        M,
+        "§6.2",
+        "A reader-writer MUST re-serialise a canonical document (`json.dumps(doc, indent=2)`) byte for byte.",
+    ),
     Rule("FMT-UNK-1", M, "§6.3", "Unknown fields MUST be kept on load and written back in place."),
     Rule("FMT-JSON-1", M, "§6.4", "Text that is not JSON MUST be refused with a FormatError at the root."),
-    Rule("FMT-TYPE-1", M, "§6.4", "A value of the wrong JSON type MUST be refused with a FormatError "
-         "naming its JSON path."),
-    Rule("FMT-ENUM-1", M, "§6.4", "An unknown enum name MUST be refused with a FormatError naming its "
-         "JSON path."),
-    Rule("FMT-REQ-1", M, "§6.4", "A document without `buffers`, `counters` or `tasks` MUST be refused "
-         "with a FormatError."),
-    Rule("FMT-DUP-1", M, "§6.4", "An object with a duplicate key MUST be refused with a FormatError "
-         "naming the object's JSON path."),
-    Rule("FMT-VER-1", M, "§6.5", "A document whose `ir_version` or `abi_version` has another major "
-         "version MUST be refused with a VersionError naming the field."),
-    Rule("FMT-VER-2", M, "§6.5", "A document of the same major and a newer minor version MUST load; "
-         "a reader MAY warn."),
+    Rule(
+        "FMT-TYPE-1",
+        M,
+        "§6.4",
+        "A value of the wrong JSON type MUST be refused with a FormatError naming its JSON path.",
+    ),
+    Rule(
+        "FMT-ENUM-1",
+        M,
+        "§6.4",
+        "An unknown enum name MUST be refused with a FormatError naming its JSON path.",
+    ),
+    Rule(
+        "FMT-REQ-1",
+        M,
+        "§6.4",
+        "A document without `buffers`, `counters` or `tasks` MUST be refused with a FormatError.",
+    ),
+    Rule(
+        "FMT-DUP-1",
+        M,
+        "§6.4",
+        "An object with a duplicate key MUST be refused with a FormatError naming the object's JSON path.",
+    ),
+    Rule(
+        "FMT-VER-1",
+        M,
+        "§6.5",
+        "A document whose `ir_version` or `abi_version` has another major "
+        "version MUST be refused with a VersionError naming the field.",
+    ),
+    Rule(
+        "FMT-VER-2",
+        M,
+        "§6.5",
+        "A document of the same major and a newer minor version MUST load; a reader MAY warn.",
+    ),
     # §7 instruction semantics
-    Rule("OP-NUM-1", M, "§7.1", "Every opcode MUST compute its §7 formula (fp32 accumulation, then a "
-         "cast to the output dtype) within the tolerance of the output dtype (§9.2)."),
-    Rule("OP-INT-1", M, "§7.1", "Integer and boolean results (ids, argmax, copies of integer data) MUST "
-         "be exact."),
+    Rule(
+        "OP-NUM-1",
+        M,
+        "§7.1",
+        "Every opcode MUST compute its §7 formula (fp32 accumulation, then a "
+        "cast to the output dtype) within the tolerance of the output dtype (§9.2).",
+    ),
+    Rule(
+        "OP-INT-1",
+        M,
+        "§7.1",
+        "Integer and boolean results (ids, argmax, copies of integer data) MUST be exact.",
+    ),
     # §9 conformance protocol
-    Rule("CONF-START-1", M, "§9.3", "An implementation MUST answer `start` with its name, version and "
-         "capabilities.", every_case=True),
-    Rule("CONF-REPLY-1", M, "§9.3", "An implementation MUST answer every request with exactly one JSON "
-         "line that the protocol schema accepts, carrying the request's id.", every_case=True),
+    Rule(
+        "CONF-START-1",
+        M,
+        "§9.3",
+        "An implementation MUST answer `start` with its name, version and capabilities.",
+        every_case=True,
+    ),
+    Rule(
+        "CONF-REPLY-1",
+        M,
+        "§9.3",
+        "An implementation MUST answer every request with exactly one JSON "
+        "line that the protocol schema accepts, carrying the request's id.",
+        every_case=True,
+    ),
     Rule("CONF-RULE-1", S, "§9.1", "A report SHOULD name each failed rule by its ID.", every_case=True),
 )
 
@@ -110,7 +179,9 @@ def _val_rule(code: str) -> Rule:
         text = f"A validator MUST reject a program and report {code} when {info.summary}."
         level = M
     else:
-        text = f"A validator SHOULD report {code} (a warning: the verdict stays accepted) when {info.summary}."
+        text = (
+            f"A validator SHOULD report {code} (a warning: the verdict stays accepted) when {info.summary}."
+        )
         level = S
     return Rule(rule_id_for_code(code), level, VAL_SECTION[code[0]], text, (code,))
 

@@ -15,8 +15,16 @@ from typing import Any
 import numpy as np
 
 NUMPY_DTYPE: dict[str, Any] = {
-    "F32": np.float32, "F16": np.float16, "BF16": np.float32, "F8E4M3": np.float32,
-    "F8E5M2": np.float32, "I32": np.int32, "I8": np.int8, "I4": np.uint8, "U8": np.uint8, "BOOL": np.bool_,
+    "F32": np.float32,
+    "F16": np.float16,
+    "BF16": np.float32,
+    "F8E4M3": np.float32,
+    "F8E5M2": np.float32,
+    "I32": np.int32,
+    "I8": np.int8,
+    "I4": np.uint8,
+    "U8": np.uint8,
+    "BOOL": np.bool_,
 }
 """The numpy type a tensor of each IR dtype is held in."""
 
@@ -29,7 +37,11 @@ class TensorError(ValueError):
 
 def decode(obj: Any, base: Path | None = None) -> np.ndarray:
     """The numpy array a tensor object describes; a relative ``npy`` path is taken from ``base``."""
-    if not isinstance(obj, dict) or obj.get("dtype") not in NUMPY_DTYPE or not isinstance(obj.get("shape"), list):
+    if (
+        not isinstance(obj, dict)
+        or obj.get("dtype") not in NUMPY_DTYPE
+        or not isinstance(obj.get("shape"), list)
+    ):
         raise TensorError(f"not a tensor object: {str(obj)[:80]}")
     np_type = NUMPY_DTYPE[obj["dtype"]]
     shape = tuple(int(d) for d in obj["shape"])

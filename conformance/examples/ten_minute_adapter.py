@@ -18,9 +18,14 @@ def answer(request: dict) -> dict:
     try:
         program = loads(request["document"])
     except AmkspecError as exc:  # your loader's error: its class name and the JSON path
-        error = {"class": type(exc).__name__, "message": str(exc),
-                 "path": getattr(exc, "path", str(exc).split(" ", 1)[0])}
-        return {"status": "refused", "error": error} if cmd == "load" else {"verdict": "unusable", "codes": []}
+        error = {
+            "class": type(exc).__name__,
+            "message": str(exc),
+            "path": getattr(exc, "path", str(exc).split(" ", 1)[0]),
+        }
+        return (
+            {"status": "refused", "error": error} if cmd == "load" else {"verdict": "unusable", "codes": []}
+        )
     if cmd == "load":
         return {"status": "loaded", "document": dumps(program)}
     result = validate(program)

@@ -29,8 +29,11 @@ def anchor(rule_id: str) -> str:
 
 
 def _in(rule: Rule, where: str) -> bool:
-    return rule.section == where or rule.section.startswith(where.rstrip(".") + ".") or (
-        "." not in where and rule.chapter == int(where.lstrip("§")))
+    return (
+        rule.section == where
+        or rule.section.startswith(where.rstrip(".") + ".")
+        or ("." not in where and rule.chapter == int(where.lstrip("§")))
+    )
 
 
 def cases_by_rule() -> dict[str, list[str]]:
@@ -69,16 +72,20 @@ class TraceabilityDirective(Directive):
 
     def run(self) -> list[nodes.Node]:
         cases = cases_by_rule()
-        missing = [r.id for r in RULES.values()
-                   if r.level is Level.MUST and not r.every_case and not cases.get(r.id)]
+        missing = [
+            r.id for r in RULES.values() if r.level is Level.MUST and not r.every_case and not cases.get(r.id)
+        ]
         if missing:
             raise ExtensionError(f"MUST rule(s) without a conformance case: {', '.join(missing)}")
         headers = ["Rule", "Level", "Section", "Codes", "Cases"]
         rows = []
         for rule in RULES.values():
             ids = cases.get(rule.id, [])
-            shown = "every case" if rule.every_case and not ids else (
-                ", ".join(ids[:3]) + (f" … ({len(ids)} in all)" if len(ids) > 3 else ""))
+            shown = (
+                "every case"
+                if rule.every_case and not ids
+                else (", ".join(ids[:3]) + (f" … ({len(ids)} in all)" if len(ids) > 3 else ""))
+            )
             rows.append([rule.id, rule.level.value, rule.section, ", ".join(rule.codes), shown])
         return [_table(headers, rows)]
 

@@ -30,12 +30,17 @@ def case_counts() -> Table:
     """How many cases of each kind the kit holds."""
     counts = Counter(c.kind for c in discover(default_cases_dir()))
     return ["Kind", "Cases"], [[k, str(counts[k])] for k in ("format", "validate", "run", "refuse")] + [
-        ["all", str(sum(counts.values()))]]
+        ["all", str(sum(counts.values()))]
+    ]
 
 
 def commands() -> Table:
     """The protocol's commands."""
-    what = {"start": "handshake → name, version, capabilities", "load": "read and re-serialise a document",
-            "validate": "verdict and codes of a document", "run": "one launch of a program",
-            "stop": "end the session"}
+    what = {
+        "start": "handshake → name, version, capabilities",
+        "load": "read and re-serialise a document",
+        "validate": "verdict and codes of a document",
+        "run": "one launch of a program",
+        "stop": "end the session",
+    }
     return ["Command", "Meaning"], [[f"``{c}``", what[c]] for c in COMMANDS]
