@@ -213,3 +213,8 @@ def rules_for_codes(codes: list[str]) -> list[str]:
     """The IDs of every rule that one of ``codes`` witnesses, in registry order."""
     wanted = set(codes)
     return [r.id for r in RULES.values() if wanted.intersection(r.codes)]
+
+
+def untraced_musts(cited: set[str]) -> list[str]:
+    """The MUST rules (other than those every case exercises) that no rule ID in ``cited`` names."""
+    return [r.id for r in RULES.values() if r.level is Level.MUST and not r.every_case and r.id not in cited]
