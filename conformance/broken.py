@@ -10,6 +10,7 @@
                        outside the F32 one)
 ``crash-on-rope``      exits (status 3) on a ``run`` of a task labelled ``rope`` (the one-task ROPE cases)
 ``hang-on-unknown``    never answers a ``load`` of a document with a field named ``x_vendor``
+``malformed-reply``    answers ``validate`` of a program with a KV_CACHE buffer with verdict ``maybe``
 """
 
 from __future__ import annotations
@@ -96,12 +97,22 @@ class HangOnUnknown(Adapter):
         return super().on_load(request)
 
 
+class MalformedReply(Adapter):
+    name = "malformed-reply"
+
+    def on_validate(self, request: dict[str, Any]) -> dict[str, Any]:
+        if '"KV_CACHE"' in request["document"]:
+            return {"verdict": "maybe", "codes": []}
+        return super().on_validate(request)
+
+
 BROKEN: dict[str, type[Adapter]] = {
     "accept-everything": AcceptEverything,
     "reject-everything": RejectEverything,
     "loose-tolerance": LooseTolerance,
     "crash-on-rope": CrashOnRope,
     "hang-on-unknown": HangOnUnknown,
+    "malformed-reply": MalformedReply,
 }
 
 

@@ -9,6 +9,7 @@ request, so one bad case never ends a run.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
@@ -19,7 +20,26 @@ import tempfile
 import threading
 from typing import IO, Any
 
-from amkspec.conformance.protocol import PROTOCOL_VERSION
+from amkspec.conformance.protocol import PROTOCOL_VERSION, SCHEMA
+
+
+@functools.lru_cache(maxsize=1)
+def _reply_validator() -> Any:
+    """A validator of replies against the protocol schema, or None where ``jsonschema`` is absent
+    (then only the id and ``ok`` are checked)."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    return jsonschema.Draft202012Validator({**SCHEMA, "oneOf": [{"$ref": "#/$defs/reply"}]})
+
+
+def schema_problem(reply: dict[str, Any]) -> str:
+    """Why ``reply`` is not a protocol reply ('' when the schema accepts it, or cannot be checked)."""
+    validator = _reply_validator()
+    if validator is None or validator.is_valid(reply):
+        return ""
+    return "it matches no reply of the protocol schema"
 
 
 class ProtocolFailure(Exception):
@@ -149,6 +169,11 @@ class Session:
             raise ProtocolFailure(
                 f"malformed reply to {message['cmd']!r} (not an object with id {rid} "
                 f"and ok): {line.strip()[:120]!r}"
+            )
+        problem = schema_problem(reply)
+        if problem:
+            raise ProtocolFailure(
+                f"malformed reply to {message['cmd']!r} ({problem}): {line.strip()[:120]!r}"
             )
         return reply
 
