@@ -97,7 +97,11 @@ def run_kit(
         info = _start(session)
         for case in cases:
             t = time.perf_counter()
-            verdict = judge(case, session) if info is not None else Verdict(FAIL, _start_failure, True)
+            verdict = (
+                judge(case, session)
+                if info is not None
+                else Verdict(FAIL, f"{_start_failure}: {session.info.get('error')}", True)
+            )
             result = CaseResult(
                 case, verdict.status, verdict.reason, time.perf_counter() - t, verdict.protocol
             )
