@@ -81,7 +81,7 @@ BROKEN: list[tuple[str, str | None, Predicate, int | None]] = [
     ("loose-tolerance", "run/", lambda c: loose_tolerance_fails(c), 0),
     ("crash-on-rope", "run/rope", crash_on_rope_fails, 3),
     ("hang-on-unknown", "format/", lambda c: hang_on_unknown_fails(c) or _duplicate_key_gap(c), 1),
-    ("malformed-reply", "memory/", malformed_reply_fails, None),
+    ("malformed-reply", "memory/M43", malformed_reply_fails, None),
 ]
 """Name, the cases it runs (an id filter), which of them it must fail, how many restarts it causes
 (None: one per failed case — every failure is a protocol failure)."""
