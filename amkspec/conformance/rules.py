@@ -1,4 +1,4 @@
-"""The normative rules of the spec, each with a stable ID (spec §9.1, rule CONF-RULE-1).
+"""The normative rules of the spec, each with a stable ID (spec §9.1).
 
 This registry is the one place a rule is defined. The spec site renders it (one anchored entry per
 rule, next to the chapter it belongs to), conformance cases cite rule IDs, reports group results
@@ -169,7 +169,6 @@ _HAND_WRITTEN: tuple[Rule, ...] = (
         "line that the protocol schema accepts, carrying the request's id.",
         every_case=True,
     ),
-    Rule("CONF-RULE-1", S, "§9.1", "A report SHOULD name each failed rule by its ID.", every_case=True),
 )
 
 
