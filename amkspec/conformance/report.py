@@ -134,11 +134,16 @@ def summary(run: KitRun) -> str:
         for rr in failed:
             level = RULES[rr.rule].level.value if rr.rule in RULES else "?"
             first = rr.failed[0]
-            lines.append(
-                f"  {rr.rule} ({level}): {len(rr.failed)} case(s) failed; e.g. {first}: {reasons[first]}"
-            )
+            example = f"e.g. {first}: {_short(reasons[first])}"
+            lines.append(f"  {rr.rule} ({level}): {len(rr.failed)} case(s) failed; {example}")
     lines += ["", "CONFORMS" if run.passed else "DOES NOT CONFORM"]
     return "\n".join(lines) + "\n"
+
+
+def _short(reason: str, limit: int = 240) -> str:
+    """The first line of a reason, at most ``limit`` characters (the JSON report keeps it whole)."""
+    first = reason.strip().splitlines()[0] if reason.strip() else ""
+    return first if len(first) <= limit and first == reason.strip() else first[: limit - 1] + "…"
 
 
 def dumps(run: KitRun) -> str:
