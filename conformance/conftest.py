@@ -1,17 +1,67 @@
-"""pytest wiring of the conformance runner: the ``implementation`` fixture (see ``runner.py``)."""
+"""pytest wiring of the conformance kit (spec §9.4).
+
+``pytest conformance/ --impl "CMD"`` runs every case against the implementation ``CMD`` (default:
+amkspec's own adapter), through the same harness protocol and judge as ``amkspec conformance``.
+A case the implementation cannot run is skipped as not applicable; a failed case names its rules;
+the terminal summary ends with the per-rule report.
+"""
 
 from __future__ import annotations
 
+import shlex
 import sys
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from amkspec.conformance.client import Session
+from amkspec.conformance.kit import CaseResult, KitRun
 
-from runner import AmkspecImplementation, Implementation
+DEFAULT_IMPL = f"{shlex.quote(sys.executable)} -m amkspec.conformance.adapter --vm reference"
+RESULTS: list[CaseResult] = []
+"""Every judged case of this pytest session, for the per-rule summary."""
+INFO: dict[str, object] = {}
+"""The implementation's start reply."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("amkspec conformance")
+    group.addoption(
+        "--impl",
+        default=None,
+        help="command of the implementation under test "
+        "(speaks the spec §9.3 protocol); default: amkspec's own adapter",
+    )
+    group.addoption(
+        "--impl-timeout",
+        type=float,
+        default=60.0,
+        help="seconds the implementation may take to answer one request",
+    )
+
+
+def implementation_command(config: pytest.Config) -> str:
+    """The ``--impl`` command, or amkspec's adapter."""
+    return config.getoption("--impl") or DEFAULT_IMPL
 
 
 @pytest.fixture(scope="session")
-def implementation() -> Implementation:
-    return AmkspecImplementation()
+def kit_session(request: pytest.FixtureRequest) -> Iterator[Session]:
+    """The running implementation under test (restarted by the session after a failure)."""
+    session = Session(
+        implementation_command(request.config), timeout_s=request.config.getoption("--impl-timeout")
+    )
+    session.ensure()
+    INFO.update(session.info)
+    yield session
+    session.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if not RESULTS:
+        return
+    from amkspec.conformance.report import summary
+
+    run = KitRun(implementation_command(config), dict(INFO), RESULTS, sum(r.seconds for r in RESULTS), 0)
+    terminalreporter.section("conformance report by rule")
+    terminalreporter.write(summary(run))

@@ -1,6 +1,6 @@
 """Generate the validator conformance cases (families structure, deadlock, races, outputs).
 
-Run ``python3 conformance/make_cases.py`` from the repository root to rewrite
+Run ``python3 -m conformance.make_cases`` from the repository root to rewrite
 ``conformance/cases/<family>/*.json``; a test checks the committed files equal this
 script's output. Every case starts from :func:`base_program` (a small valid program,
 ids equal to positions) and applies one mutation. A *trigger* case expects its code;
@@ -12,15 +12,12 @@ and must not produce the code. The memory-safety family has its own script
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from amkspec.ir import (  # noqa: E402
+from amkspec.conformance.rules import rules_for_codes
+from amkspec.ir import (
     TARGETS,
     BufferKind,
     Counter,
@@ -35,8 +32,9 @@ from amkspec.ir import (  # noqa: E402
     Wait,
     to_dict,
 )
-from amkspec.proofs.diagnostics import CODES  # noqa: E402
+from amkspec.proofs.diagnostics import CODES
 
+ROOT = Path(__file__).resolve().parent.parent
 CASES_DIR = ROOT / "conformance" / "cases"
 K = InstructionKind
 F32 = DType.F32
@@ -545,7 +543,9 @@ def _case(
     description: str, clause: str, prog: MegakernelProgram, verdict: str, codes: list[str], absent: list[str]
 ) -> dict[str, Any]:
     return {
+        "kind": "validate",
         "description": description,
+        "rules": rules_for_codes(codes + absent),
         "clauses": [clause],
         "program": to_dict(prog),
         "expect": {"verdict": verdict, "codes": codes, "absent_codes": absent},

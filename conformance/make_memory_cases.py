@@ -5,7 +5,7 @@ near miss ``<code>_<slug>_ok.json``: the same one-task program with the offendin
 corrected, valid under every other rule too (verdict accepted, the code absent). Inputs are IO_INPUT
 or WEIGHT buffers and the output an IO_OUTPUT, so no ordering rule is involved.
 
-Run ``python3 conformance/make_memory_cases.py`` from the repository root to rewrite the files;
+Run ``python3 -m conformance.make_memory_cases`` from the repository root to rewrite the files;
 a test checks that the committed files equal this script's output.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable as a script from the root
+from amkspec.conformance.rules import rules_for_codes
 from amkspec.ir import (
     BufferKind,
     DType,
@@ -328,7 +328,9 @@ def build_cases() -> dict[str, dict[str, Any]]:
     for code, slug, description, make in CASES:
         for bad in (True, False):
             docs[f"{code}_{slug}{'' if bad else '_ok'}.json"] = {
+                "kind": "validate",
                 "description": description if bad else f"near miss of {code}: {description}, corrected",
+                "rules": rules_for_codes([code]),
                 "clauses": ["§7"],
                 "program": to_dict(make(bad)),
                 "expect": (

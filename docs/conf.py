@@ -20,6 +20,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "amkspec_tables",
     "amkspec_figures",
+    "amkspec_rules",
 ]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from amkspec.conformance.rules import INTERNAL_CODES, rule_id_for_code
 from amkspec.proofs import CODES
 from amkspec.proofs.validate import CHECKS
 
@@ -14,12 +15,14 @@ def _escape(text: str) -> str:
 
 
 def diagnostic_codes() -> Table:
-    """Every registered diagnostic code of every family, in family order S, D, R, M, O."""
+    """Every registered diagnostic code of every family, in family order S, D, R, M, O, with the
+    rule it witnesses (spec §9.1; the rule's anchor gives its section)."""
     rows = [
-        [f"``{info.code}``", info.family.value, info.clause, info.severity.value, _escape(info.summary)]
+        [f"``{info.code}``", "—" if info.code in INTERNAL_CODES else rule_id_for_code(info.code),
+         info.family.value, info.severity.value, _escape(info.summary)]
         for info in sorted(CODES.values(), key=lambda i: ("SDRMO".find(i.code[0]), i.code))
     ]
-    return ["Code", "Family", "Clause", "Severity", "Meaning"], rows
+    return ["Code", "Rule", "Family", "Severity", "Meaning"], rows
 
 
 def check_order() -> Table:

@@ -1,0 +1,73 @@
+"""``amkspec conformance --impl CMD``: certify an implementation against the kit (spec §9.4).
+
+Runs every case under ``--cases`` (default: the repository's ``conformance/cases``) against the
+command ``CMD`` speaking the harness protocol (default: amkspec's own adapter), prints the summary
+by chapter and writes the JSON and JUnit reports on request. Exit 0 when every applicable case
+passed, 1 when one failed, 2 when the cases cannot be read.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, fail, main
+
+DEFAULT_IMPL = f"{shlex.quote(sys.executable)} -m amkspec.conformance.adapter --vm reference"
+
+
+@main.command("conformance")
+@click.option(
+    "--impl",
+    "impl",
+    default=DEFAULT_IMPL,
+    show_default="amkspec's adapter, reference VM",
+    help="The command of the implementation under test (speaks the §9.3 protocol).",
+)
+@click.option(
+    "--cases",
+    "cases_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The cases folder (default: conformance/cases).",
+)
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the JSON report here.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("-k", "select", default=None, help="Only cases whose id contains this text.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds an implementation may take to answer one request.",
+)
+def conformance_command(
+    impl: str,
+    cases_dir: str | None,
+    report_path: str | None,
+    junit_path: str | None,
+    select: str | None,
+    timeout_s: float,
+) -> None:
+    """Certify the implementation IMPL against the conformance kit (spec §9)."""
+    from amkspec.conformance import report
+    from amkspec.conformance.cases import CaseError, default_cases_dir
+    from amkspec.conformance.kit import run_kit
+
+    root = Path(cases_dir) if cases_dir else default_cases_dir()
+    if not root.is_dir():
+        fail(f"{root}: no such cases folder")
+    try:
+        run = run_kit(impl, root, select=select, timeout_s=timeout_s)
+    except CaseError as exc:
+        fail(str(exc))
+    if report_path:
+        Path(report_path).write_text(report.dumps(run), encoding="utf-8")
+    if junit_path:
+        Path(junit_path).write_text(report.to_junit(run), encoding="utf-8")
+    click.echo(report.summary(run), nl=False)
+    sys.exit(EXIT_OK if run.passed else EXIT_REJECTED)

@@ -1,0 +1,185 @@
+"""The kit's side of the harness protocol: one implementation process (spec §9.3).
+
+:class:`Session` starts the command, performs the ``start`` handshake and sends one request at a
+time. A crash, a reply later than the timeout, or a reply that is not a JSON object carrying the
+request's id (rule CONF-REPLY-1) raises :class:`ProtocolFailure` with the reason and the tail of the
+implementation's stderr; the session then kills the process and starts a fresh one on the next
+request, so one bad case never ends a run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+from typing import IO, Any
+
+from amkspec.conformance.protocol import PROTOCOL_VERSION, SCHEMA
+
+
+@functools.lru_cache(maxsize=1)
+def _reply_validator() -> Any:
+    """A validator of replies against the protocol schema, or None where ``jsonschema`` is absent
+    (then only the id and ``ok`` are checked)."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    return jsonschema.Draft202012Validator({**SCHEMA, "oneOf": [{"$ref": "#/$defs/reply"}]})
+
+
+def schema_problem(reply: dict[str, Any]) -> str:
+    """Why ``reply`` is not a protocol reply ('' when the schema accepts it, or cannot be checked)."""
+    validator = _reply_validator()
+    if validator is None or validator.is_valid(reply):
+        return ""
+    return "it matches no reply of the protocol schema"
+
+
+class ProtocolFailure(Exception):
+    """The implementation crashed, hung, or answered something that is not a protocol reply."""
+
+
+def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+class Session:
+    """One running implementation; ``request`` returns its reply or raises :class:`ProtocolFailure`."""
+
+    def __init__(self, command: str, timeout_s: float = 60.0, start_timeout_s: float = 60.0) -> None:
+        self.command = command
+        self.argv = shlex.split(command)
+        self.timeout_s = timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.info: dict[str, Any] = {}
+        self.restarts = 0
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: IO[str] | None = None
+        self._next_id = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> dict[str, Any]:
+        """Start the process and perform the handshake; the ``start`` reply (also kept as ``info``)."""
+        if self._stderr is not None:
+            self._stderr.close()
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives as long as the process
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ProtocolFailure(f"cannot start {self.command!r}: {exc}") from exc
+        self._lines = queue.Queue()
+        assert self._proc.stdout is not None
+        threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
+        reply = self._send({"cmd": "start", "protocol": PROTOCOL_VERSION}, self.start_timeout_s)
+        caps = reply.get("capabilities")
+        if not isinstance(reply.get("name"), str) or not isinstance(caps, list):
+            self.kill()
+            raise ProtocolFailure("the start reply lacks name or capabilities (rule CONF-START-1)")
+        self.info = reply
+        return reply
+
+    @property
+    def capabilities(self) -> set[str]:
+        return {c for c in self.info.get("capabilities", []) if isinstance(c, str)}
+
+    def ensure(self) -> None:
+        """Start (again) if no process is running."""
+        if self._proc is None or self._proc.poll() is not None:
+            if self._proc is not None:
+                self.restarts += 1
+                self.kill()
+            self.start()
+
+    def kill(self) -> None:
+        """End the process (its whole process group) now."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+        if proc is not None:
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def stop(self) -> None:
+        """Send ``stop`` (best effort) and end the process."""
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                self._send({"cmd": "stop"}, 5.0)
+                self._proc.wait(timeout=0.5)
+            except (ProtocolFailure, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    # -- requests ----------------------------------------------------------------------------
+    def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """Send ``message`` (a request without ``id``) and return the reply."""
+        self.ensure()
+        try:
+            return self._send(message, self.timeout_s if timeout_s is None else timeout_s)
+        except ProtocolFailure:
+            self.kill()
+            self.restarts += 1
+            raise
+
+    def _send(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._next_id += 1
+        rid = self._next_id
+        try:
+            self._proc.stdin.write(json.dumps({"id": rid, **message}) + "\n")
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise ProtocolFailure(f"crashed before {message['cmd']!r}: {exc}{self._stderr_tail()}") from exc
+        try:
+            line = self._lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise ProtocolFailure(
+                f"no reply to {message['cmd']!r} within {timeout_s:g} s (timeout)"
+            ) from None
+        if line is None:
+            code = self._proc.wait()
+            raise ProtocolFailure(f"crashed on {message['cmd']!r} (exit status {code}){self._stderr_tail()}")
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise ProtocolFailure(f"malformed reply to {message['cmd']!r}: {line.strip()[:120]!r}") from None
+        if not isinstance(reply, dict) or reply.get("id") != rid or not isinstance(reply.get("ok"), bool):
+            raise ProtocolFailure(
+                f"malformed reply to {message['cmd']!r} (not an object with id {rid} "
+                f"and ok): {line.strip()[:120]!r}"
+            )
+        problem = schema_problem(reply)
+        if problem:
+            raise ProtocolFailure(
+                f"malformed reply to {message['cmd']!r} ({problem}): {line.strip()[:120]!r}"
+            )
+        return reply
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        text = self._stderr.read().strip().splitlines()
+        return f"; stderr: {' | '.join(text[-3:])}" if text else ""

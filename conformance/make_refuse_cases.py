@@ -1,0 +1,88 @@
+"""Generate the refuse cases (kind ``refuse``, spec §2.4) under ``conformance/cases/refuse/``.
+
+A VM must refuse, not run, a program the validator rejects (rule EXEC-REFUSE-1) and must run one
+it accepts (rule EXEC-REFUSE-2). The programs are validate cases' triggers and near misses (one per
+obligation family), with weights and inputs so that a VM that skips validation could run them.
+
+Run ``python3 -m conformance.make_refuse_cases`` from the repository root; a test checks that the
+committed files equal this script's output.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from amkspec.conformance.tensors import encode
+from amkspec.ir import BufferKind, MegakernelProgram, from_dict
+from conformance.make_cases import CASES_DIR
+from conformance.make_run_cases import sample
+
+OUT_DIR = CASES_DIR / "refuse"
+
+SOURCES = [
+    ("races/R303_unordered_read", "a read race: the residual does not wait for the projection tiles"),
+    ("races/R306_overlapping_tiles", "a write race: two GEMV tiles write the same columns"),
+    ("deadlock/D202_threshold_above_producers", "a wait that can never be met"),
+    ("memory/M401_tile_past_output", "a GEMV tile that would write past its output"),
+    ("structure/S104_dangling_input", "a task that reads a buffer that does not exist"),
+]
+"""Validate cases whose trigger must be refused and whose near miss must run."""
+
+
+def _arrays(prog: MegakernelProgram, kinds: tuple[BufferKind, ...]) -> dict[str, Any]:
+    rng = np.random.default_rng(7)
+    return {
+        (b.source or b.name): encode(sample(b.name, b.dtype, b.shape, rng), b.dtype.name)
+        for b in prog.buffers
+        if b.kind in kinds
+    }
+
+
+def _case(source: str, description: str, outcome: str) -> dict[str, Any]:
+    program = json.loads((CASES_DIR / f"{source}.json").read_text())["program"]
+    prog = from_dict(program)
+    rule = "EXEC-REFUSE-1" if outcome == "refused" else "EXEC-REFUSE-2"
+    what = "must refuse" if outcome == "refused" else "must run (the valid near miss of"
+    return {
+        "kind": "refuse",
+        "description": f"{description}: a VM {what}" + (")" if outcome == "ran" else ""),
+        "rules": [rule],
+        "program": program,
+        "weights": _arrays(prog, (BufferKind.WEIGHT, BufferKind.CONST)),
+        "inputs": _arrays(prog, (BufferKind.IO_INPUT,)),
+        "expect": {"outcome": outcome},
+    }
+
+
+def build_cases() -> dict[str, dict[str, Any]]:
+    """File name → case document: each source's trigger (refused) and near miss (ran)."""
+    docs: dict[str, dict[str, Any]] = {}
+    for source, description in SOURCES:
+        stem = source.split("/")[1]
+        docs[f"{stem}.json"] = _case(source, description, "refused")
+        docs[f"{stem}_ok.json"] = _case(f"{source}_ok", description, "ran")
+    return docs
+
+
+def render(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def main() -> int:
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    docs = build_cases()
+    for stale in OUT_DIR.glob("*.json"):
+        if stale.name not in docs:
+            stale.unlink()
+    for name, doc in docs.items():
+        (OUT_DIR / name).write_text(render(doc), encoding="utf-8")
+    print(f"wrote {len(docs)} refuse cases to {OUT_DIR}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

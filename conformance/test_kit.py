@@ -1,0 +1,137 @@
+"""The kit tests itself (spec §9.7): deliberately broken implementations (``conformance/broken.py``)
+run through the real protocol must fail exactly the cases their defect predicts — computed here
+from the case files alone — with the rules of those cases named in the report."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from amkspec.conformance import report
+from amkspec.conformance.cases import Case, default_cases_dir, program_text
+from amkspec.conformance.judge import FAIL
+from amkspec.conformance.kit import KitRun, run_kit
+from amkspec.conformance.tensors import decode
+from conformance.broken import LOOSE
+from conformance.known_gaps import _accepts_duplicate_keys
+
+CASES_DIR = default_cases_dir()
+Predicate = Callable[[Case], bool]
+
+
+def _expect(case: Case) -> dict:  # type: ignore[type-arg]
+    return case.body.get("expect", {})
+
+
+def accept_everything_fails(case: Case) -> bool:
+    e = _expect(case)
+    return {
+        "format": e.get("outcome") == "refused",
+        "validate": e.get("verdict") == "rejected" or bool(e.get("codes")),
+        "refuse": e.get("outcome") == "refused",
+        "run": False,
+    }[case.kind]
+
+
+def reject_everything_fails(case: Case) -> bool:
+    e = _expect(case)
+    if case.kind == "format":
+        return e["outcome"] == "loaded" or e["error_class"] != "FormatError" or e["path"] != "(root)"
+    if case.kind == "validate":
+        return e["verdict"] == "accepted" or bool(e.get("codes"))
+    return case.kind == "run" or e.get("outcome") == "ran"
+
+
+def loose_tolerance_fails(case: Case) -> bool:
+    if case.kind != "run":
+        return False
+    atol, rtol = case.body["tolerance"]["F32"]
+    for step in case.body["steps"]:
+        for want in step["expect"]["outputs"].values():
+            if want["dtype"] == "F32":
+                e = np.abs(decode(want, case.base).astype(np.float64))
+                if (e * (LOOSE - 1) > atol + rtol * e).any():
+                    return True
+    return False
+
+
+def crash_on_rope_fails(case: Case) -> bool:
+    return case.body.get("opcode") == "ROPE"
+
+
+def hang_on_unknown_fails(case: Case) -> bool:
+    return '"x_vendor"' in case.body.get("document", "")
+
+
+def malformed_reply_fails(case: Case) -> bool:
+    return case.kind == "validate" and '"KV_CACHE"' in program_text(case.body, case.base)
+
+
+def _duplicate_key_gap(case: Case) -> bool:
+    """Implementations built on amkspec's loader share its pending duplicate-key gap (FMT-DUP-1)."""
+    return "FMT-DUP-1" in case.rules and _accepts_duplicate_keys()
+
+
+BROKEN: list[tuple[str, str | None, Predicate, int | None]] = [
+    ("accept-everything", None, accept_everything_fails, 0),
+    ("reject-everything", None, reject_everything_fails, 0),
+    ("loose-tolerance", "run/", lambda c: loose_tolerance_fails(c), 0),
+    ("crash-on-rope", "run/rope", crash_on_rope_fails, 3),
+    ("hang-on-unknown", "format/", lambda c: hang_on_unknown_fails(c) or _duplicate_key_gap(c), 1),
+    ("malformed-reply", "memory/M43", malformed_reply_fails, None),
+]
+"""Name, the cases it runs (an id filter), which of them it must fail, how many restarts it causes
+(None: one per failed case — every failure is a protocol failure)."""
+
+
+def _run(name: str, select: str | None) -> KitRun:
+    """Run the broken implementation ``name``; a short timeout for the one that hangs (its cases
+    never import torch, so a healthy answer is always quick)."""
+    timeout = 2.0 if name == "hang-on-unknown" else 60.0
+    return run_kit(
+        f"{sys.executable} -m conformance.broken {name}", CASES_DIR, select=select, timeout_s=timeout
+    )
+
+
+@pytest.mark.parametrize(("name", "select", "fails", "restarts"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_broken_implementation_fails_exactly_the_predicted_cases(
+    name: str, select: str | None, fails: Predicate, restarts: int | None
+) -> None:
+    run = _run(name, select)
+    assert run.results, name
+    failed = {r.case.id for r in run.results if r.status == FAIL}
+    predicted = {r.case.id for r in run.results if fails(r.case)}
+    assert predicted, name
+    assert sorted(failed ^ predicted) == []
+    assert not run.passed
+    assert run.restarts == (len(failed) if restarts is None else restarts)
+    doc = report.to_json(run)
+    named = {rid for rid, rule in doc["rules"].items() if rule["status"] == FAIL}
+    wanted = {rid for r in run.results if r.status == FAIL for rid in r.case.rules}
+    assert wanted <= named
+    text = report.summary(run)
+    assert all(rid in text for rid in wanted) and "DOES NOT CONFORM" in text
+
+
+def test_the_crash_and_the_hang_are_reported_with_their_reason() -> None:
+    crash = _run("crash-on-rope", "run/rope_f32")
+    assert crash.results[0].reason.startswith("crashed on 'run' (exit status 3)")
+    hang = _run("hang-on-unknown", "format/unknown_fields")
+    assert "timeout" in hang.results[0].reason
+    assert {
+        r for r in report.to_json(hang)["rules"] if report.to_json(hang)["rules"][r]["status"] == FAIL
+    } >= {"FMT-UNK-1", "CONF-REPLY-1"}
+
+
+def test_a_missing_capability_makes_cases_not_applicable(tmp_path: pytest.TempPathFactory) -> None:
+    run = run_kit(
+        f"{sys.executable} -m amkspec.conformance.adapter --vm cpu-kernel", CASES_DIR, select="run/add_f"
+    )
+    caps = set(run.implementation["capabilities"])
+    if "run" in caps:
+        pytest.skip("the megakernel is importable here, so cpu-kernel runs these cases")
+    assert {r.status for r in run.results} == {"not applicable"}
+    assert run.passed
