@@ -26,9 +26,31 @@ MAX_CONFIG_BYTES = 1 << 20
 EXIT_INTERRUPTED = 130
 
 
-def read_config_document(path: str) -> Any:
-    """The JSON document of a config file (any JSON value: the knob checks judge it); exit 2 if the
-    file cannot be read or is not JSON."""
+def load_lowering(spec: str | None) -> Any:
+    """``module:function`` → the function (a plugged-in lowering); exit 2 if it cannot be imported."""
+    if spec is None:
+        return None
+    import importlib
+
+    module, _, name = spec.partition(":")
+    try:
+        func = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        fail(f"--lowering {spec}: cannot import it ({type(exc).__name__}); use module:function")
+    if not callable(func):
+        fail(f"--lowering {spec}: not a function")
+    return func
+
+
+def lowering_option(func: Any) -> Any:
+    """``--lowering module:function``: evaluate another lowering (see :data:`amkspec.search.Lowering`)."""
+    return click.option("--lowering", "lowering_spec", default=None, metavar="MODULE:FUNC",
+                        help="Plug in another lowering (model, target, config, pos) -> program.")(func)
+
+
+def read_config_document(path: str) -> dict[str, Any]:
+    """The JSON object of a config file (its knobs are judged by the knob checks); exit 2 if the
+    file cannot be read, is not JSON or holds no object."""
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_CONFIG_BYTES + 1)
@@ -37,9 +59,12 @@ def read_config_document(path: str) -> Any:
     if len(raw) > MAX_CONFIG_BYTES:
         fail(f"{path}: a config file is at most {MAX_CONFIG_BYTES} bytes")
     try:
-        return json.loads(raw.decode("utf-8"))
+        doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         fail(f"{path}: not a JSON document: {type(exc).__name__}")
+    if not isinstance(doc, dict):
+        fail(f"{path}: expected a ScheduleConfig object, got a JSON {type(doc).__name__}")
+    return doc
 
 
 @main.command("evaluate")
@@ -52,9 +77,10 @@ def read_config_document(path: str) -> Any:
               help="Watchdog of the megakernel VMs, in seconds.")
 @click.option("--witness-dir", type=click.Path(file_okay=False),
               help="Write a rejection's counterexample here.")
+@lowering_option
 @clean_errors
 def evaluate_cmd(model: str, target: str, config_path: str | None, vm: str, timeout_s: float,
-                 witness_dir: str | None) -> None:
+                 witness_dir: str | None, lowering_spec: str | None) -> None:
     """Lower, validate, run and time one ScheduleConfig; print the JSON verdict.
 
     Exit 0 when the config is valid and its output matches the eager model, 1 otherwise.
@@ -62,7 +88,8 @@ def evaluate_cmd(model: str, target: str, config_path: str | None, vm: str, time
     from amkspec.search import evaluate
 
     config = read_config_document(config_path) if config_path else None
-    verdict = evaluate(model, target, config, vm=vm, timeout_s=timeout_s, witness_dir=witness_dir)
+    verdict = evaluate(model, target, config, vm=vm, timeout_s=timeout_s, witness_dir=witness_dir,
+                       lowering=load_lowering(lowering_spec))
     echo_json(verdict.to_dict())
     sys.exit(EXIT_OK if verdict.valid and verdict.correct else EXIT_REJECTED)
 
@@ -134,10 +161,11 @@ class _Progress:
 @click.option("--resume", is_flag=True, help="Continue the run saved in --out.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Draw the trials into this PNG.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
+@lowering_option
 @clean_errors
 def search_cmd(model: str, target: str, budget: int, seed: int, explore: float, probe: float, beam: int,
                vm: str, timeout_s: float, out_dir: str | None, resume: bool, plot_path: str | None,
-               quiet: bool) -> None:
+               quiet: bool, lowering_spec: str | None) -> None:
     """Search ScheduleConfigs: correctness first, then a strict 1% latency win (keep/revert).
 
     Writes results.tsv, state.json, cache.json and witnesses/ into --out. Exit 0 when a correct
@@ -147,7 +175,7 @@ def search_cmd(model: str, target: str, budget: int, seed: int, explore: float, 
 
     out = Path(out_dir or f"search-{model}-{target}")
     options = SearchOptions(model, target, budget, seed, explore, beam, probe, vm)
-    run = Search(options, out, resume=resume, timeout_s=timeout_s)
+    run = Search(options, out, resume=resume, timeout_s=timeout_s, lowering=load_lowering(lowering_spec))
     progress = _Progress(budget, len(run.trials), quiet)
     try:
         result = run.run(progress)
