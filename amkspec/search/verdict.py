@@ -25,6 +25,37 @@ the chosen VM is not available, the VM timed out or faulted, the output disagree
 an unexpected internal error (always caught: evaluate never raises on a config)."""
 
 
+FIELD_DOCS: dict[str, str] = {
+    "valid": "the config passed the knob checks, lowered, and validate() accepted the program",
+    "rejected_reason": "when not valid: the codes and messages of the first findings (null otherwise)",
+    "rejected_codes": "the diagnostic codes of the rejection: knob:type / knob:range / knob:unknown, "
+                      "the validator's launch codes O503 / O504, or any validator code",
+    "witness": "the counterexample file of this rejection (with --witness-dir / in a search), or null",
+    "correct": "the VM's logits matched the eager model at the model dtype's tolerances (authoritative)",
+    "max_abs_err": "max |vm − eager| over the logits; null when the step did not run",
+    "top1_agreement": "fraction of rows whose argmax matches eager",
+    "latency_us": "one decode step in µs; null unless correct",
+    "latency_kind": "measured-gpu (CUDA events on a real GPU, output matched eager) or predicted "
+                    "(the cost model); null unless correct",
+    "pct_of_roofline": "100 · latency / bound_us",
+    "bound_us": "the HBM-bandwidth floor: weight bytes / the target's bandwidth",
+    "schedule_id": "sch_ + the first 10 hex of sha1 of the canonical config (of the raw document when it "
+                   "does not parse)",
+    "program_sha256": "SHA-256 of the lowered program's canonical JSON (the cache identity)",
+    "tasks": "tasks of the lowered program",
+    "n_buffers": "buffers of the lowered program",
+    "n_counters": "counters of the lowered program",
+    "weight_mb": "weight bytes / 10⁶",
+    "model": "the model preset",
+    "target": "the GPU target",
+    "vm": "the VM the step ran on (reference, cpu-kernel, cuda, or a plugged-in runner's name)",
+    "failure": "why not valid+correct: " + ", ".join(FAILURES) + "; null when correct",
+    "gpu_timed": "true only when the latency comes from the CUDA timing path",
+    "notes": "human-readable context (why the latency is predicted, what failed)",
+}
+"""What each verdict field means (the docs' table is generated from it)."""
+
+
 class DishonestVerdict(ValueError):
     """A verdict that breaks an honesty rule; evaluate never returns one."""
 
