@@ -319,6 +319,16 @@ def _launch_issues(config: ScheduleConfig, target: GpuTarget | None) -> list[Kno
             if d.code in paths]
 
 
+def structure(config: ScheduleConfig | Mapping[str, Any] | None, target: GpuTarget | None = None
+              ) -> tuple[ScheduleConfig | None, list[KnobIssue]]:
+    """The knob checks without launch feasibility: the config built from a well-formed document."""
+    if config is None:
+        return default_config(), []
+    doc = as_document(config)
+    issues = _structure_issues(doc, target)
+    return (None, issues) if issues else (_build(doc), [])
+
+
 def parse(config: ScheduleConfig | Mapping[str, Any] | None, target: GpuTarget | None = None
           ) -> tuple[ScheduleConfig | None, list[KnobIssue]]:
     """Check ``config`` (None means :func:`default_config`) and build it.
@@ -326,13 +336,9 @@ def parse(config: ScheduleConfig | Mapping[str, Any] | None, target: GpuTarget |
     Returns ``(config, [])`` when every knob is well-typed, in range and feasible on ``target``,
     else ``(None, issues)``. Never raises.
     """
-    if config is None:
-        return default_config(), []
-    doc = as_document(config)
-    issues = _structure_issues(doc, target)
-    if issues:
+    built, issues = structure(config, target)
+    if built is None:
         return None, issues
-    built = _build(doc)
     issues = _launch_issues(built, target)
     return (None, issues) if issues else (built, [])
 
@@ -389,9 +395,10 @@ def canonical(value: Any, depth: int = 0) -> Any:
 def schedule_id(config: ScheduleConfig | Mapping[str, Any] | None) -> str:
     """``"sch_" + sha1(json.dumps(config, sort_keys=True))[:10]`` of the parsed config (OPS_FACTS §14.3).
 
-    A config that does not parse is hashed as written, so every verdict has an id.
+    Launch feasibility does not enter (an infeasible config has the id of what it asks for); a
+    document whose knobs are malformed is hashed as written, so every verdict has an id.
     """
-    parsed, _ = parse(config) if not isinstance(config, ScheduleConfig) else (config, [])
+    parsed, _ = structure(config) if not isinstance(config, ScheduleConfig) else (config, [])
     doc = config_dict(parsed) if parsed is not None else canonical(as_document(config))
     try:
         text = json.dumps(doc, sort_keys=True)
