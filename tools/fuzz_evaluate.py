@@ -4,7 +4,8 @@ dishonest verdict.
 Each input is a mutation of the default config (1-3 knobs set to choices, edge values, wrong types,
 huge or non-finite numbers, odd strings, junk trees), a random JSON tree, or a byte-level mutation of
 a config file's text run through the CLI. Checks: evaluate returns (never raises), the verdict obeys
-every honesty rule and is strict JSON; the CLI exits 0/1/2 with JSON on stdout (0/1) or one line on
+every honesty rule and is strict JSON, and no input reaches evaluate's last-resort "internal
+error" boundary; the CLI exits 0/1/2 with JSON on stdout (0/1) or one line on
 stderr (2).
 
     python3 tools/fuzz_evaluate.py --n 10000 --seed 0        # the full run quoted in the docs
@@ -91,6 +92,8 @@ def check_verdict(ev: Evaluator, doc: Any, stats: Counter[str], failures: list[s
     problems = honesty_violations(v)
     if problems:
         failures.append(f"dishonest verdict {problems} on {knobs.show(doc, 200)}")
+    if v.failure == "error":  # caught by evaluate's boundary, but still a bug
+        failures.append(f"internal error {v.rejected_reason} on {knobs.show(doc, 200)}")
     stats["valid+correct" if v.correct else (v.failure or "?")] += 1
     for code in v.rejected_codes:
         stats[f"code {code}"] += 1

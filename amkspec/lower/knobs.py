@@ -255,7 +255,7 @@ def _check_tiling(tiling: Any, target: GpuTarget | None) -> Iterator[KnobIssue]:
         yield KnobIssue("tiling", f"must be an object of sections, got {show(tiling)}", TYPE)
         return
     for section, body in tiling.items():
-        path = f"tiling.{show(section, 24) if not isinstance(section, str) else section[:24]}"
+        path = f"tiling.{clip(section, 24) if isinstance(section, str) else show(section, 24)}"
         if section not in TILING_SECTIONS:
             yield KnobIssue(path, f"unknown tiling section (known: {', '.join(TILING_SECTIONS)})", UNKNOWN)
         elif not isinstance(body, Mapping):
@@ -288,8 +288,8 @@ def _structure_issues(doc: Any, target: GpuTarget | None) -> list[KnobIssue]:
         elif key in KNOB_BY_PATH:
             issues.extend(_check_value(KNOB_BY_PATH[key], value, target))
         else:
-            name = key if isinstance(key, str) else show(key)
-            issues.append(KnobIssue(name[:40], f"unknown knob (known: {', '.join(TOP_LEVEL)})", UNKNOWN))
+            name = clip(key, 40) if isinstance(key, str) else show(key, 40)
+            issues.append(KnobIssue(name, f"unknown knob (known: {', '.join(TOP_LEVEL)})", UNKNOWN))
     return issues
 
 

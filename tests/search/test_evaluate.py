@@ -220,3 +220,13 @@ def test_cli_evaluate_writes_a_witness_for_a_plugged_in_racy_lowering(tmp_path: 
     assert code == 1 and v["rejected_codes"][0] == "R303" and Path(v["witness"]).exists()
     code, _, err = _invoke("evaluate", "toy", "--target", "h100", "--lowering", "no.such:thing")
     assert code == 2 and "--lowering" in err
+
+
+def test_odd_strings_in_keys_are_a_clean_rejection_with_a_witness_file(tmp_path: Path) -> None:
+    """Found by tools/fuzz_evaluate.py: a lone surrogate in a long key crashed the witness naming."""
+    ev = Evaluator("toy", "h100", witness_dir=tmp_path)
+    zeros = {"gemv": {"N_tile": 0, "base_width": 0}, "attention": {"n_partitions": 0, "kv_block": 0}}
+    v = ev.evaluate({"\ud800" * 50: 1, "tiling": {**zeros, "\ud800é": {}}})
+    assert not v.valid and v.failure == "rejected" and set(v.rejected_codes) == {"knob:range", "knob:unknown"}
+    assert v.witness is not None and Path(v.witness).exists()
+    json.dumps(v.to_dict()).encode("ascii")
