@@ -30,7 +30,8 @@ MAX_KEY = 80
 def _slug(text: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9_.@+-]+", "_", text)
     if len(slug) > MAX_KEY:
-        slug = slug[: MAX_KEY - 11] + "-" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        slug = slug[: MAX_KEY - 11] + "-" + digest
     return slug
 
 
