@@ -101,7 +101,7 @@ def describe(exc: BaseException, limit: int = 300) -> str:
 def _vm_failure(exc: BaseException) -> str:
     """The failure kind of a VM exception (timeouts and faults by the error's class name)."""
     name = type(exc).__name__
-    if isinstance(exc, ImportError):
+    if isinstance(exc, ImportError) or name == "BuildError":  # not installed, or its build failed
         return "vm-unavailable"
     if "Timeout" in name or "Deadlock" in name:
         return "timeout"

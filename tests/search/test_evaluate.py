@@ -230,3 +230,12 @@ def test_odd_strings_in_keys_are_a_clean_rejection_with_a_witness_file(tmp_path:
     assert not v.valid and v.failure == "rejected" and set(v.rejected_codes) == {"knob:range", "knob:unknown"}
     assert v.witness is not None and Path(v.witness).exists()
     json.dumps(v.to_dict()).encode("ascii")
+
+
+def test_the_cpu_build_of_the_megakernel_gets_the_same_verdict() -> None:
+    pytest.importorskip("vm_cuda", reason="the megakernel package (vm_cuda) is not installed here")
+    mk = evaluate("toy", "h100", {"pipelining_depth": 3}, vm="cpu-kernel", timeout_s=30)
+    ref = evaluate("toy", "h100", {"pipelining_depth": 3})
+    assert_honest(mk)
+    assert mk.correct and mk.vm == "cpu-kernel" and mk.latency_kind == "predicted"
+    assert (mk.latency_us, mk.program_sha256) == (ref.latency_us, ref.program_sha256)
