@@ -181,13 +181,23 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _check_int(knob: Knob, v: Any) -> Iterator[KnobIssue]:
-    if not _is_int(v):
-        yield KnobIssue(knob.path, f"must be an integer, got {show(v)}", TYPE)
+def as_int(v: Any) -> int | None:
+    """``v`` as an int when JSON Schema calls it an integer (``64`` or ``64.0``, not ``true``), else None."""
+    if _is_int(v):
+        return int(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def _check_int(knob: Knob, raw: Any) -> Iterator[KnobIssue]:
+    v = as_int(raw)
+    if v is None:
+        yield KnobIssue(knob.path, f"must be an integer, got {show(raw)}", TYPE)
         return
     lo, hi = (-INT32_MAX - 1, INT32_MAX) if knob.launch else (knob.minimum, knob.maximum)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        yield KnobIssue(knob.path, f"must be in [{lo}, {hi}], got {show(v)}", RANGE)
+        yield KnobIssue(knob.path, f"must be in [{lo}, {hi}], got {show(raw)}", RANGE)
 
 
 def _check_enum(knob: Knob, v: Any) -> Iterator[KnobIssue]:
@@ -218,7 +228,7 @@ def _check_sm(knob: Knob, v: Any, target: GpuTarget | None) -> Iterator[KnobIssu
         path = f"{knob.path}.{show(k, 24)}"
         if _sm_key(k) is None:
             yield KnobIssue(path, f"task id must be a non-negative integer, got {show(k)}", TYPE)
-        elif not _is_int(sm):
+        elif as_int(sm) is None:
             yield KnobIssue(path, f"maps task {show(k, 24)} to {show(sm)}, not an SM number", TYPE)
         elif sm < 0 or (limit is not None and sm >= limit) or sm > INT32_MAX:
             yield KnobIssue(path, f"puts task {show(k, 24)} on SM {show(sm)}, outside "
@@ -294,18 +304,22 @@ def _structure_issues(doc: Any, target: GpuTarget | None) -> list[KnobIssue]:
 
 
 def _build(doc: Mapping[str, Any]) -> ScheduleConfig:
-    """A ScheduleConfig from a checked document; missing fields take the dataclass defaults."""
+    """A ScheduleConfig from a checked document; missing fields take the dataclass defaults and
+    integral numbers (``64.0``) become ints."""
     fields: dict[str, Any] = {}
     if "tiling" in doc:
-        fields["tiling"] = {s: dict(body) for s, body in doc["tiling"].items()}
+        fields["tiling"] = {s: {k: as_int(v) for k, v in body.items()} for s, body in doc["tiling"].items()}
     if "fusion_grouping" in doc:
         fields["fusion_grouping"] = [list(g) for g in doc["fusion_grouping"]]
     if "sm_assignment" in doc:
         sm = doc["sm_assignment"]
-        fields["sm_assignment"] = sm if isinstance(sm, str) else {_sm_key(k): v for k, v in sm.items()}
-    for name in ("pipelining_depth", "page_allocation", "threads_per_block", "smem_bytes_per_block"):
+        fields["sm_assignment"] = sm if isinstance(sm, str) else {
+            _sm_key(k): as_int(v) for k, v in sm.items()}
+    for name in ("pipelining_depth", "threads_per_block", "smem_bytes_per_block"):
         if name in doc:
-            fields[name] = doc[name]
+            fields[name] = as_int(doc[name])
+    if "page_allocation" in doc:
+        fields["page_allocation"] = doc["page_allocation"]
     return ScheduleConfig(**fields)
 
 

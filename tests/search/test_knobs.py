@@ -60,6 +60,16 @@ def test_each_kind_of_bad_knob_is_one_issue_with_its_path(doc: Any, code: str, p
     assert [(i.code, i.path) for i in issues] == [(code, path)]
 
 
+def test_integral_numbers_are_integers_as_in_json_schema() -> None:
+    """JSON Schema calls 64.0 an integer; so do the checks (it builds as 64, with the same id)."""
+    doc = {"tiling": {"gemv": {"N_tile": 64.0}, "attention": {"kv_block": 128}}, "threads_per_block": 256.0}
+    config, issues = knobs.parse(doc, H100)
+    assert issues == [] and config is not None and config.tiling["gemv"]["N_tile"] == 64
+    assert isinstance(config.threads_per_block, int)
+    assert knobs.schedule_id(doc) == "sch_c3af28020e"
+    assert [i.code for i in knobs.check({"pipelining_depth": 2.5}, H100)] == [knobs.TYPE]
+
+
 def test_launch_issues_are_the_validators_own_findings() -> None:
     """O503/O504 come from amkspec.validate itself, so knobs and validator cannot disagree."""
     from amkspec.proofs import validate
