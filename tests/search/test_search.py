@@ -160,3 +160,23 @@ def test_cli_search_writes_results_plot_and_summary(tmp_path: Path) -> None:
     again = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "8", "--out", str(out),
                                       "--resume", "--quiet", "--seed", "2"])
     assert again.exit_code == 0 and json.loads(again.stdout)["trials"] == 8 and again.stderr == ""
+
+
+def test_cli_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    real_step = Search.step
+
+    def interrupted_after_three(self: Search) -> Trial:
+        if len(self.trials) == 3:
+            raise KeyboardInterrupt
+        return real_step(self)
+
+    monkeypatch.setattr(Search, "step", interrupted_after_three)
+    args = ["search", "toy", "--target", "h100", "--budget", "6", "--out", str(out), "--quiet"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 130 and "--resume" in result.stderr
+    assert json.loads(result.stdout)["interrupted"] and len(_rows(out)) == 4
+    monkeypatch.setattr(Search, "step", real_step)
+    resumed = CliRunner().invoke(main, [*args, "--resume"])
+    assert resumed.exit_code == 0 and json.loads(resumed.stdout)["trials"] == 6
