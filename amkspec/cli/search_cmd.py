@@ -19,6 +19,8 @@ from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fa
 from amkspec.ir import TARGETS
 
 MODEL_NAMES = click.Choice(["medium", "small", "toy", "toy-1L", "toy-2L"])
+RUNNABLE_MODELS = click.Choice(["medium", "toy", "toy-1L", "toy-2L"])
+"""Models whose weights are made to run them (``small`` is a lowering-only preset)."""
 TARGET_NAMES = click.Choice(sorted(TARGETS))
 VM_NAMES = click.Choice(["reference", "cpu-kernel", "cuda"])
 MAX_CONFIG_BYTES = 1 << 20
@@ -68,7 +70,7 @@ def read_config_document(path: str) -> dict[str, Any]:
 
 
 @main.command("evaluate")
-@click.argument("model", type=MODEL_NAMES)
+@click.argument("model", type=RUNNABLE_MODELS)
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON "
               "(default: the default config).")
@@ -143,7 +145,7 @@ class _Progress:
 
 
 @main.command("search")
-@click.argument("model", type=MODEL_NAMES)
+@click.argument("model", type=RUNNABLE_MODELS)
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @click.option("--budget", required=True, type=click.IntRange(1, 100_000),
               help="Trials in all (with --resume: the new total).")

@@ -5,7 +5,7 @@ config; a share of them are edge probes that test the safety net) with probabili
 or while nothing correct is known, and otherwise *exploits*: one knob of a parent drawn from the
 beam (the ``beam`` best correct configs; with 1, the incumbent) changes. Keep/revert:
 
-- only a verdict that is valid AND correct is eligible;
+- only a verdict that is valid AND correct, with a latency, is eligible;
 - it becomes the incumbent on a strict ≥ 1% latency win, or within ±1% when its latency is
   measured and the incumbent's predicted, or (same kind) when its config is simpler
   (:func:`amkspec.lower.knobs.complexity`);
@@ -112,10 +112,10 @@ def decide(v: Verdict, config: dict[str, Any], incumbent: Trial | None) -> tuple
     """``(status, reason)``: kept, tried, reverted, rejected, crash or timeout (see module doc)."""
     if not v.correct:
         return STATUS_OF_FAILURE.get(v.failure or "error", "crash"), v.rejected_reason or "; ".join(v.notes)
-    if incumbent is None or incumbent.verdict.latency_us is None:
-        return "kept", "first correct config"
     if v.latency_us is None:
-        return "tried", "correct, but its latency was dropped"
+        return "tried", "correct, but without a latency to compare (see the verdict's notes)"
+    if incumbent is None or incumbent.verdict.latency_us is None:
+        return "kept", "first correct config with a latency"
     old = incumbent.verdict.latency_us
     gain = (old - v.latency_us) / old
     if gain >= WIN:

@@ -45,6 +45,14 @@ def test_keep_rules(latency: float, kind: str, config: dict[str, Any] | None, st
     assert decide(_correct(latency, kind), config or default_document(), incumbent)[0] == status
 
 
+def test_a_correct_verdict_without_a_latency_is_never_kept() -> None:
+    """The floor guard drops some latencies (medium's predictions): such a verdict cannot win."""
+    no_latency = Verdict(valid=True, correct=True, notes=("below the floor",))
+    assert decide(no_latency, default_document(), None)[0] == "tried"
+    assert decide(no_latency, default_document(), _trial(_correct(100.0)))[0] == "tried"
+    assert decide(_correct(100.0), default_document(), None)[0] == "kept"
+
+
 def test_failures_are_never_kept() -> None:
     rejected = Verdict(valid=False, rejected_reason="knob:type tiling", failure="rejected")
     wrong = Verdict(valid=True, failure="mismatch")
