@@ -151,9 +151,15 @@ class Evaluator:
         return {"schedule_id": sid, "model": self.model.name, "target": self.target.name, "vm": self.vm}
 
     def reject(self, sid: str, rejection: Rejection, reason: str, note: str, **sizes: Any) -> Verdict:
-        witness = write_rejection(self.witness_dir, rejection) if self.witness_dir else None
+        """A rejection verdict; its counterexample is written when a witness directory is set."""
+        witness, notes = None, [note]
+        if self.witness_dir is not None:
+            try:
+                witness = write_rejection(self.witness_dir, rejection)
+            except OSError as exc:  # the verdict stands without its file
+                notes.append(f"the counterexample could not be written: {describe(exc)}")
         return Verdict(valid=False, rejected_reason=reason, rejected_codes=rejection.codes, witness=witness,
-                       failure="rejected", notes=(note,), **self._base(sid), **sizes)
+                       failure="rejected", notes=tuple(notes), **self._base(sid), **sizes)
 
     def prepare(self, config: ScheduleConfig | Mapping[str, Any] | None) -> Prepared | Verdict:
         """Check the knobs and lower: a :class:`Prepared` program, or a rejection verdict."""
@@ -165,11 +171,14 @@ class Evaluator:
                                "config refused by the knob checks before lowering, nothing launched")
         try:
             prog = self.lowering(self.model, self.target, parsed, 0)
+            if not isinstance(prog, MegakernelProgram):
+                raise TypeError(f"the lowering returned a {type(prog).__name__}, not a MegakernelProgram")
+            sha = program_sha256(prog)
         except Exception as exc:  # noqa: BLE001 - a plugged-in lowering may raise anything
             reason = f"lowering failed: {describe(exc)}"
             return Verdict(valid=False, rejected_reason=reason, failure="lowering",
                            notes=("lower() raised, config rejected, nothing launched",), **self._base(sid))
-        return Prepared(parsed, prog, sid, program_sha256(prog))
+        return Prepared(parsed, prog, sid, sha)
 
     def evaluate(self, config: ScheduleConfig | Mapping[str, Any] | None) -> Verdict:
         """The verdict of ``config`` (None: the default config). Never raises on any config."""

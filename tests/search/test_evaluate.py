@@ -146,6 +146,17 @@ def test_a_lowering_that_raises_is_a_rejection() -> None:
 
     v = Evaluator("toy", "h100", lowering=broken).evaluate(None)
     assert not v.valid and v.failure == "lowering" and "emitter exploded" in (v.rejected_reason or "")
+    nothing = Evaluator("toy", "h100", lowering=lambda *args: None).evaluate(None)
+    assert not nothing.valid and nothing.failure == "lowering"
+    assert "NoneType" in (nothing.rejected_reason or "")
+
+
+def test_an_unwritable_witness_dir_keeps_the_rejection(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    v = Evaluator("toy", "h100", witness_dir=blocked / "w").evaluate({"tiling": 1})
+    assert not v.valid and v.failure == "rejected" and v.witness is None
+    assert any("could not be written" in n for n in v.notes)
 
 
 @pytest.mark.parametrize("changes", [
