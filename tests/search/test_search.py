@@ -188,3 +188,31 @@ def test_cli_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path: Path,
     monkeypatch.setattr(Search, "step", real_step)
     resumed = CliRunner().invoke(main, [*args, "--resume"])
     assert resumed.exit_code == 0 and json.loads(resumed.stdout)["trials"] == 6
+
+
+def test_the_beam_holds_the_k_best_correct_trials(tmp_path: Path) -> None:
+    run = Search(SearchOptions("toy", "h100", budget=12, seed=5, beam=3), tmp_path)
+    run.run()
+    beam = run.beam()
+    correct = sorted(t.verdict.latency_us for t in run.trials if t.verdict.latency_us is not None)
+    assert len(beam) == 3 and [t.verdict.latency_us for t in beam] == correct[:3]
+    assert {t.source for t in run.trials} >= {"default", "exploit"}
+
+
+def test_progress_is_a_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from amkspec.cli.search_cmd import _Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    fake = Tty()
+    monkeypatch.setattr("sys.stderr", fake)
+    progress = _Progress(total=2, done=0, quiet=False)
+    assert progress.bar is not None
+    trial = _trial(_correct(50.0))
+    progress(trial, trial)
+    progress.close()
+    assert "1/2" in fake.getvalue() and "best 50.0 us" in fake.getvalue()
