@@ -29,8 +29,14 @@ MAX_BATCH = 1024
 """The largest decode batch the lowering accepts (sequences decoded in lockstep)."""
 
 INT32_MAX = 2**31 - 1
-FUSIBLE = ("rmsnorm", "gemv", "gate", "up", "silu", "down", "qkv", "o")
-"""Op names a ``fusion_grouping`` group may name (recorded, not yet consumed by the lowering)."""
+GATE_UP_SILU = ("gate", "up", "silu")
+"""Fusion group: a layer's gate and up projections and their SwiGLU as one FUSED task."""
+O_RESIDUAL = ("o", "residual")
+"""Fusion group: a layer's o projection and the attention residual add as one FUSED task."""
+DOWN_RESIDUAL = ("down", "residual")
+"""Fusion group: a layer's down projection and the MLP residual add as one FUSED task."""
+FUSION_GROUPS = (GATE_UP_SILU, O_RESIDUAL, DOWN_RESIDUAL)
+"""The ``fusion_grouping`` groups the lowering consumes (each an untiled FUSED task per layer)."""
 
 SM_POLICIES = ("round_robin", "load_balance")
 PAGE_POLICIES = ("graph_color", "linear", "none")
@@ -119,6 +125,8 @@ class Knob:
                 out["multiple_of"] = self.multiple_of
         if self.values:
             out["values"] = list(self.values)
+        if self.kind == "fusion_grouping":
+            out["values"] = [list(g) for g in FUSION_GROUPS]
         return out
 
 
@@ -131,9 +139,9 @@ KNOBS: tuple[Knob, ...] = (
          "at most 8 and one per 16 positions.", (1, 2, 4, 8), 1, 64),
     Knob("tiling.attention.kv_block", "int", 128, "KV block size (recorded, not yet lowered).",
          (64, 128, 256), 1, 1 << 16, consumed=False),
-    Knob("fusion_grouping", "fusion_grouping", [], "Op-name groups to fuse (recorded, not yet lowered).",
-         ((), (("gate", "up"),), (("gate", "up", "silu"),), (("rmsnorm", "gemv"),)), values=FUSIBLE,
-         consumed=False),
+    Knob("fusion_grouping", "fusion_grouping", [], "Per-layer op groups each run as one untiled FUSED "
+         "task: any of " + ", ".join(str(list(g)) for g in FUSION_GROUPS) + ".",
+         ((), (GATE_UP_SILU,), (O_RESIDUAL, DOWN_RESIDUAL), FUSION_GROUPS)),
     Knob("sm_assignment", "sm_assignment", "load_balance", "SM placement policy, or {task id: SM}.",
          SM_POLICIES, values=SM_POLICIES),
     Knob("pipelining_depth", "int", 2, "Instructions of weight prefetch ahead (cost model).",
@@ -239,15 +247,21 @@ def _check_fusion(knob: Knob, v: Any) -> Iterator[KnobIssue]:
     if not isinstance(v, list | tuple):
         yield KnobIssue(knob.path, f"must be a list of op-name groups, got {show(v)}", TYPE)
         return
-    if len(v) > len(FUSIBLE):
-        yield KnobIssue(knob.path, f"at most {len(FUSIBLE)} groups, got {len(v)}", RANGE)
+    if len(v) > len(FUSION_GROUPS):
+        yield KnobIssue(knob.path, f"at most {len(FUSION_GROUPS)} groups, got {len(v)}", RANGE)
         return
+    seen: set[tuple[str, ...]] = set()
     for i, group in enumerate(v):
         path = f"{knob.path}[{i}]"
         if not isinstance(group, list | tuple) or not all(isinstance(n, str) for n in group):
             yield KnobIssue(path, f"must be a list of op names, got {show(group)}", TYPE)
-        elif len(group) < 2 or len(set(group)) != len(group) or not set(group) <= set(FUSIBLE):
-            yield KnobIssue(path, f"must name 2+ distinct ops of {list(FUSIBLE)}, got {show(group)}", RANGE)
+        elif tuple(group) not in FUSION_GROUPS:
+            yield KnobIssue(path, f"is not a lowered group (supported: "
+                                  f"{', '.join(str(list(g)) for g in FUSION_GROUPS)}), got {show(group)}", RANGE)
+        elif tuple(group) in seen:
+            yield KnobIssue(path, f"repeats the group {show(group)}", RANGE)
+        else:
+            seen.add(tuple(group))
 
 
 def _check_value(knob: Knob, v: Any, target: GpuTarget | None) -> Iterator[KnobIssue]:
@@ -453,8 +467,9 @@ def _knob_schema(knob: Knob) -> dict[str, Any]:
     if knob.kind == "enum":
         return {"enum": list(knob.values), "description": knob.help}
     if knob.kind == "fusion_grouping":
-        group = {"type": "array", "minItems": 2, "uniqueItems": True, "items": {"enum": list(FUSIBLE)}}
-        return {"type": "array", "maxItems": len(FUSIBLE), "items": group, "description": knob.help}
+        groups = {"enum": [list(g) for g in FUSION_GROUPS]}
+        return {"type": "array", "maxItems": len(FUSION_GROUPS), "uniqueItems": True, "items": groups,
+                "description": knob.help}
     return {"description": knob.help, "oneOf": [
         {"enum": list(SM_POLICIES)},
         {"type": "object", "propertyNames": {"pattern": "^(0|[1-9][0-9]{0,17})$"},

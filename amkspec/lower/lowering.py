@@ -1,10 +1,11 @@
 """``lower()``: a decoder and a ScheduleConfig → one decode step as a MegakernelProgram (spec §5).
 
 The emission follows the original lowering exactly (OPS_FACTS §9). Unlike the original, amkspec
-then *consumes* two knobs the original only records: ``sm_assignment`` is resolved into
+then *consumes* three knobs the original only records: ``fusion_grouping`` emits each listed
+group as one FUSED task per layer (:mod:`amkspec.lower.emit`), ``sm_assignment`` is resolved into
 ``Task.sm`` (a named policy needs a target for the SM count) and ``page_allocation`` into a
 PageAllocation. Every config is first checked by :mod:`amkspec.lower.knobs`.
-``compat=True`` skips both and reproduces the original's output byte for byte.
+``compat=True`` skips all three and reproduces the original's output byte for byte.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     if config is not None:
         require_valid(config, tgt, places_sms=not compat)
     tiling = dict(config.tiling) if config is not None else {}
-    emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None, quant)
+    fusion = tuple(tuple(g) for g in config.fusion_grouping) if config is not None and not compat else ()
+    emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None, quant, fusion)
     meta = {"model": m.source, "gpu": tgt.name if tgt else "?", "regime": "decode", "pos": pos,
             "kv_len": pos + 1, "dtype": dtype.name, "n_layers": m.n_layers}
     prog = emitter.emit().build(meta=meta, target=tgt, config=config)
