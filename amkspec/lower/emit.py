@@ -271,7 +271,8 @@ class StepEmitter:
             act = self.gate_up_silu(f"{p}.gate_up_swiglu", mn, f"{w}.mlp.gate_proj.weight",
                                     f"{w}.mlp.up_proj.weight", f"{p}.act", i, c.hidden)
         else:
-            gate = self.projection(f"{p}.gate_proj", mn, f"{w}.mlp.gate_proj.weight", f"{p}.gate", i, c.hidden)
+            gate = self.projection(f"{p}.gate_proj", mn, f"{w}.mlp.gate_proj.weight", f"{p}.gate", i,
+                                   c.hidden)
             up = self.projection(f"{p}.up_proj", mn, f"{w}.mlp.up_proj.weight", f"{p}.up", i, c.hidden)
             act = self.elementwise(Op.SILU_MUL, f"{p}.swiglu", gate, up, f"{p}.act", i)
         if DOWN_RESIDUAL in self.fusion:

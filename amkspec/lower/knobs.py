@@ -256,8 +256,9 @@ def _check_fusion(knob: Knob, v: Any) -> Iterator[KnobIssue]:
         if not isinstance(group, list | tuple) or not all(isinstance(n, str) for n in group):
             yield KnobIssue(path, f"must be a list of op names, got {show(group)}", TYPE)
         elif tuple(group) not in FUSION_GROUPS:
-            yield KnobIssue(path, f"is not a lowered group (supported: "
-                                  f"{', '.join(str(list(g)) for g in FUSION_GROUPS)}), got {show(group)}", RANGE)
+            supported = ", ".join(str(list(g)) for g in FUSION_GROUPS)
+            yield KnobIssue(path, f"is not a lowered group (supported: {supported}), got {show(group)}",
+                            RANGE)
         elif tuple(group) in seen:
             yield KnobIssue(path, f"repeats the group {show(group)}", RANGE)
         else:

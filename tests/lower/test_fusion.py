@@ -11,7 +11,14 @@ from amkspec.ir import DType, InstructionKind, ScheduleConfig
 from amkspec.lower import lower
 from amkspec.lower.cost import predicted_latency_us
 from amkspec.lower.decode import greedy_decode
-from amkspec.lower.knobs import DOWN_RESIDUAL, FUSION_GROUPS, GATE_UP_SILU, O_RESIDUAL, ConfigError, default_config
+from amkspec.lower.knobs import (
+    DOWN_RESIDUAL,
+    FUSION_GROUPS,
+    GATE_UP_SILU,
+    O_RESIDUAL,
+    ConfigError,
+    default_config,
+)
 from amkspec.models import TOY_2L, QuantSpec, make_weights
 from amkspec.search import evaluate
 from amkspec.vm import ReferenceVM
