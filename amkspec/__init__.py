@@ -5,7 +5,8 @@ The stable top-level API::
     from amkspec import MegakernelProgram, load, loads, dump, dumps, FormatError, VersionError
     from amkspec import validate, ValidationResult, ReferenceVM
 
-``validate`` needs no torch and no z3; ``ReferenceVM`` needs the ``vm`` extra (torch).
+``validate`` needs no torch and no z3; ``ReferenceVM`` needs the ``vm`` extra (torch), and so
+does ``evaluate`` (one ScheduleConfig → an honest verdict, :mod:`amkspec.search`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _LAZY = {
     "DeadlockError": "amkspec.vm",
     "BindingError": "amkspec.vm",
     "ExecutionError": "amkspec.vm",
+    "evaluate": "amkspec.search",
 }
 
 
@@ -56,6 +58,7 @@ __all__ = [
     "VersionError",
     "dump",
     "dumps",
+    "evaluate",
     "load",
     "loads",
     "validate",

@@ -123,10 +123,21 @@ def fmt(file: str, output: str | None, check: bool) -> None:
 
 @main.command()
 @click.option("-o", "--output", type=click.Path(), help="Write here instead of stdout.")
+@click.option("--config", "of_config", is_flag=True, help="The schema of a ScheduleConfig document instead.")
 @clean_errors
-def schema(output: str | None) -> None:
-    """Print the JSON Schema (Draft 2020-12) of the program format, generated from the model."""
-    text = json.dumps(program_schema(), indent=2) + "\n"
+def schema(output: str | None, of_config: bool) -> None:
+    """Print the JSON Schema (Draft 2020-12) of the program format, generated from the model.
+
+    With --config: of a ScheduleConfig document (``amkspec evaluate --config``), generated from
+    the knob table of :mod:`amkspec.lower.knobs`.
+    """
+    if of_config:
+        from amkspec.lower.knobs import config_schema
+
+        document = config_schema()
+    else:
+        document = program_schema()
+    text = json.dumps(document, indent=2) + "\n"
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -4,6 +4,12 @@ Task order, buffer order, names, labels, counter notes, params and cost annotati
 the original lowering, so a program lowered here is byte-identical to the original's for the same
 inputs. Every produced tensor gets one fresh counter; the tiles of a projection share it and each
 consumer waits for all of them (the all-join of spec §3.2); read-only buffers need no wait.
+
+A ``fusion_grouping`` group (:data:`~amkspec.lower.knobs.FUSION_GROUPS`) replaces the tasks of
+that group in every layer by ONE untiled FUSED task (spec §7, OPS_FACTS §3.19) whose recipe runs
+the group's steps in order, intermediates in scratch of the activation dtype (so the result is
+bit-identical to the unfused tasks). Fused tasks are never tiled: the final step writes the whole
+output, so column tiles of it would overwrite each other.
 """
 
 from __future__ import annotations
@@ -14,11 +20,15 @@ from typing import Any
 import attrs
 
 from amkspec.ir import BufferKind, DType, InstructionKind, ProgramBuilder, Wait
+from amkspec.lower.knobs import DOWN_RESIDUAL, GATE_UP_SILU, O_RESIDUAL
 from amkspec.lower.tiling import kv_shards, n_partitions, tile_width, tiles
 from amkspec.models.config import ModelConfig
 from amkspec.models.quant import QuantSpec, quantized_keys
 
 Op = InstructionKind
+
+SCRATCH_DTYPE = {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16"}
+"""The recipe ``out_dtype`` of a fused step's scratch: the activation dtype of the unfused tensor."""
 
 
 @attrs.define
@@ -27,6 +37,40 @@ class Ready:
 
     buf: int
     wait: Wait | None = None
+
+
+@attrs.define
+class Recipe:
+    """A FUSED task being built: its inputs, its steps, and the summed cost of the steps."""
+
+    inputs: list[Ready] = attrs.Factory(list)
+    steps: list[dict[str, Any]] = attrs.Factory(list)
+    nbytes: int = 0
+    flops: int = 0
+
+    def arg(self, ready: Ready) -> dict[str, int]:
+        """The ``{"in": k}`` reference of a task input (added once per buffer)."""
+        for k, have in enumerate(self.inputs):
+            if have.buf == ready.buf:
+                return {"in": k}
+        self.inputs.append(ready)
+        return {"in": len(self.inputs) - 1}
+
+    def step(self, op: Op, args: list[dict[str, int]], params: dict[str, Any], cost: tuple[int, int],
+             shape: tuple[int, ...], dtype: DType) -> dict[str, int]:
+        """Append a step writing a fresh scratch of ``shape``; return its ``{"s": j}`` reference."""
+        j = len(self.steps)
+        self.steps.append({"op": int(op), "args": args, "out": j, "params": params,
+                           "out_shape": list(shape), "out_dtype": SCRATCH_DTYPE[dtype]})
+        self.nbytes += cost[0]
+        self.flops += cost[1]
+        return {"s": j}
+
+    def params(self) -> dict[str, Any]:
+        """The task params: the last step writes ``"final"`` (the task's output)."""
+        *body, last = self.steps
+        final = {k: v for k, v in last.items() if k not in ("out_shape", "out_dtype")}
+        return {"recipe": {"steps": [*body, {**final, "out": "final"}]}}
 
 
 @attrs.define
@@ -40,6 +84,7 @@ class StepEmitter:
     tiling: dict[str, Any]
     num_sms: int | None
     quant: QuantSpec | None = None
+    fusion: tuple[tuple[str, ...], ...] = ()
     b: ProgramBuilder = attrs.Factory(ProgramBuilder)
 
     @property
@@ -62,10 +107,8 @@ class StepEmitter:
     def _rows(self, width: int) -> tuple[int, int]:
         return (self.batch, width)
 
-    def projection(self, label: str, x: Ready, key: str, out_name: str, n: int, k: int,
-                   out_kind: BufferKind = BufferKind.ACTIVATION) -> Ready:
-        """Column tiles ``x @ W[n_off:n_off+N_tile].T`` (GEMV_TILE, or GEMM_TILE when B > 1)."""
-        out = self._act(out_name, self._rows(n), out_kind)
+    def _proj_weights(self, key: str, n: int, k: int) -> tuple[list[Ready], int, dict[str, Any]]:
+        """The weight buffers of an ``N × K`` projection, its bytes per row and its quant params."""
         q = self.quant if self.quant is not None and key in quantized_keys(self.model) else None
         if q is None:
             weights = [Ready(self._weight(key, (n, k)))]
@@ -77,16 +120,62 @@ class StepEmitter:
                        Ready(self.b.new_buffer(f"{key}.scales", BufferKind.WEIGHT, DType.F16, (n, n_groups)))]
             row_bytes = math.ceil(k * q.bits / 8) + 2 * n_groups
             extra = {"qdtype": int(q.qdtype), "group": q.group}
+        return weights, row_bytes, extra
+
+    def _proj_op(self) -> Op:
+        return Op.GEMV_TILE if self.batch == 1 else Op.GEMM_TILE
+
+    def _proj_params(self, k: int, width: int, off: int, extra: dict[str, Any]) -> dict[str, Any]:
+        params = {"K": k, "N_tile": width, "n_off": off, **extra}
+        return {"M_tile": self.batch, **params} if self.batch > 1 else params
+
+    def projection(self, label: str, x: Ready, key: str, out_name: str, n: int, k: int,
+                   out_kind: BufferKind = BufferKind.ACTIVATION) -> Ready:
+        """Column tiles ``x @ W[n_off:n_off+N_tile].T`` (GEMV_TILE, or GEMM_TILE when B > 1)."""
+        out = self._act(out_name, self._rows(n), out_kind)
+        weights, row_bytes, extra = self._proj_weights(key, n, k)
         parts = tiles(n, tile_width(n, self.tiling))
         counter = self.b.new_counter(f"{label} ({len(parts)} tiles)")
-        op = Op.GEMV_TILE if self.batch == 1 else Op.GEMM_TILE
         for i, (off, width) in enumerate(parts):
-            params = {"K": k, "N_tile": width, "n_off": off, **extra}
-            if self.batch > 1:
-                params = {"M_tile": self.batch, **params}
             cost = (row_bytes * width, 2 * k * width * self.batch)
-            self._task(op, f"{label}[t{i}]", [x, *weights], out, params, cost, counter=counter)
+            self._task(self._proj_op(), f"{label}[t{i}]", [x, *weights], out,
+                       self._proj_params(k, width, off, extra), cost, counter=counter)
         return Ready(out, Wait(counter, len(parts)))
+
+    def fused_projection(self, r: Recipe, x: Ready, key: str, n: int, k: int) -> dict[str, int]:
+        """A recipe step computing the whole ``x @ W.T`` (one untiled GEMV/GEMM) into scratch."""
+        weights, row_bytes, extra = self._proj_weights(key, n, k)
+        args = [r.arg(x), *(r.arg(w) for w in weights)]
+        return r.step(self._proj_op(), args, self._proj_params(k, n, 0, extra),
+                      (row_bytes * n, 2 * k * n * self.batch), self._rows(n), self.dtype)
+
+    def fused_elementwise(self, r: Recipe, op: Op, a: dict[str, int], b: dict[str, int], width: int) -> None:
+        """A recipe step ``op(a, b)`` (ADD or SILU_MUL) into scratch, priced as the unfused task."""
+        n = self.batch * width
+        r.step(op, [a, b], {}, (n * self.dbytes, 3 * n if op is Op.SILU_MUL else n), self._rows(width),
+               self.dtype)
+
+    def fused(self, label: str, r: Recipe, out_name: str, width: int) -> Ready:
+        """Emit the recipe as one FUSED task writing a fresh ``[B, width]`` activation."""
+        out = self._act(out_name, self._rows(width))
+        return self._task(Op.FUSED, label, r.inputs, out, r.params(), (r.nbytes, r.flops))
+
+    def projection_residual(self, label: str, x: Ready, key: str, resid: Ready, out_name: str,
+                            n: int, k: int) -> Ready:
+        """``resid + x @ W.T`` as one FUSED task (the o/residual and down/residual groups)."""
+        r = Recipe()
+        proj = self.fused_projection(r, x, key, n, k)
+        self.fused_elementwise(r, Op.ADD, r.arg(resid), proj, n)
+        return self.fused(label, r, out_name, n)
+
+    def gate_up_silu(self, label: str, x: Ready, gate_key: str, up_key: str, out_name: str,
+                     n: int, k: int) -> Ready:
+        """``silu(x @ Wg.T) * (x @ Wu.T)`` as one FUSED task (the gate/up/silu group)."""
+        r = Recipe()
+        gate = self.fused_projection(r, x, gate_key, n, k)
+        up = self.fused_projection(r, x, up_key, n, k)
+        self.fused_elementwise(r, Op.SILU_MUL, gate, up, n)
+        return self.fused(label, r, out_name, n)
 
     def rmsnorm(self, label: str, x: Ready, key: str, out_name: str) -> Ready:
         h = self.model.hidden
@@ -170,13 +259,25 @@ class StepEmitter:
         kc = self.kv_append(f"{p}.k_append", kr, kcache)
         vc = self.kv_append(f"{p}.v_append", v, vcache)
         attn = self.attention(p, qr, kc, vc)
-        o = self.projection(f"{p}.o_proj", attn, f"{w}.attn.o_proj.weight", f"{p}.o", c.hidden, c.q_dim)
-        h_attn = self.elementwise(Op.ADD, f"{p}.attn_residual", resid, o, f"{p}.h_attn", c.hidden)
+        if O_RESIDUAL in self.fusion:
+            h_attn = self.projection_residual(f"{p}.o_proj+attn_residual", attn, f"{w}.attn.o_proj.weight",
+                                              resid, f"{p}.h_attn", c.hidden, c.q_dim)
+        else:
+            o = self.projection(f"{p}.o_proj", attn, f"{w}.attn.o_proj.weight", f"{p}.o", c.hidden, c.q_dim)
+            h_attn = self.elementwise(Op.ADD, f"{p}.attn_residual", resid, o, f"{p}.h_attn", c.hidden)
         mn = self.rmsnorm(f"{p}.post_norm", h_attn, f"{w}.post_norm", f"{p}.mn")
         i = c.intermediate
-        gate = self.projection(f"{p}.gate_proj", mn, f"{w}.mlp.gate_proj.weight", f"{p}.gate", i, c.hidden)
-        up = self.projection(f"{p}.up_proj", mn, f"{w}.mlp.up_proj.weight", f"{p}.up", i, c.hidden)
-        act = self.elementwise(Op.SILU_MUL, f"{p}.swiglu", gate, up, f"{p}.act", i)
+        if GATE_UP_SILU in self.fusion:
+            act = self.gate_up_silu(f"{p}.gate_up_swiglu", mn, f"{w}.mlp.gate_proj.weight",
+                                    f"{w}.mlp.up_proj.weight", f"{p}.act", i, c.hidden)
+        else:
+            gate = self.projection(f"{p}.gate_proj", mn, f"{w}.mlp.gate_proj.weight", f"{p}.gate", i,
+                                   c.hidden)
+            up = self.projection(f"{p}.up_proj", mn, f"{w}.mlp.up_proj.weight", f"{p}.up", i, c.hidden)
+            act = self.elementwise(Op.SILU_MUL, f"{p}.swiglu", gate, up, f"{p}.act", i)
+        if DOWN_RESIDUAL in self.fusion:
+            return self.projection_residual(f"{p}.down_proj+mlp_residual", act, f"{w}.mlp.down_proj.weight",
+                                            h_attn, f"{p}.h_mlp", c.hidden, i)
         d = self.projection(f"{p}.down_proj", act, f"{w}.mlp.down_proj.weight", f"{p}.d", c.hidden, i)
         return self.elementwise(Op.ADD, f"{p}.mlp_residual", h_attn, d, f"{p}.h_mlp", c.hidden)
 

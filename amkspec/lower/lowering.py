@@ -1,27 +1,27 @@
 """``lower()``: a decoder and a ScheduleConfig → one decode step as a MegakernelProgram (spec §5).
 
 The emission follows the original lowering exactly (OPS_FACTS §9). Unlike the original, amkspec
-then *consumes* two knobs the original only records: ``sm_assignment`` is resolved into
-``Task.sm`` (when a target gives the SM count) and ``page_allocation`` into a PageAllocation.
-``compat=True`` skips both and reproduces the original's output byte for byte.
+then *consumes* three knobs the original only records: ``fusion_grouping`` emits each listed
+group as one FUSED task per layer (:mod:`amkspec.lower.emit`), ``sm_assignment`` is resolved into
+``Task.sm`` (a named policy needs a target for the SM count) and ``page_allocation`` into a
+PageAllocation. Every config is first checked by :mod:`amkspec.lower.knobs`.
+``compat=True`` skips all three and reproduces the original's output byte for byte.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from amkspec.ir import TARGETS, AmkspecError, DType, GpuTarget, MegakernelProgram, ScheduleConfig
+from amkspec.ir import TARGETS, DType, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.lower.emit import StepEmitter
+from amkspec.lower.errors import LoweringError
+from amkspec.lower.knobs import MAX_BATCH, require_valid
 from amkspec.lower.pages import allocate_pages
 from amkspec.lower.sm_assign import assign_sms
 from amkspec.models.config import MODELS, ModelConfig
 from amkspec.models.quant import QuantSpec, quantized_keys
 
 LOWERABLE_DTYPES = (DType.F32, DType.F16, DType.BF16)
-
-
-class LoweringError(AmkspecError, ValueError):
-    """The model, target, config or step cannot be lowered (a bad name, position or knob)."""
 
 
 def resolve_model(model: ModelConfig | str) -> ModelConfig:
@@ -62,26 +62,11 @@ def _quant(quant: QuantSpec | Mapping[str, int] | None) -> QuantSpec | None:
         raise LoweringError(f"bad quant {dict(quant)!r}: {exc}") from None
 
 
-_TILING_KNOBS = {"gemv": ("N_tile", "base_width"), "attention": ("n_partitions",)}
-
-
-def _check_tiling(tiling: Mapping[str, object]) -> None:
-    """The knobs the lowering reads must be integers (the rest is recorded, not read)."""
-    for arch, knobs in _TILING_KNOBS.items():
-        section = tiling.get(arch, {})
-        if not isinstance(section, Mapping):
-            raise LoweringError(f"tiling[{arch!r}] must be an object, got {section!r}")
-        for knob in knobs:
-            value = section.get(knob, 0)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise LoweringError(f"tiling[{arch!r}][{knob!r}] must be an integer, got {value!r}")
-
-
 def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
     if not 0 <= pos < model.max_seq:
         raise LoweringError(f"pos {pos} is outside [0, {model.max_seq}) for model {model.name!r}")
-    if batch < 1:
-        raise LoweringError(f"batch must be at least 1, got {batch}")
+    if not 1 <= batch <= MAX_BATCH:
+        raise LoweringError(f"batch must be in [1, {MAX_BATCH}], got {batch}")
     if dtype not in LOWERABLE_DTYPES:
         raise LoweringError(f"cannot lower to {dtype.name}: use F32, F16 or BF16")
 
@@ -96,7 +81,9 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     with F16 scales (single sequence only). ``dtype`` may be given by name. ``config``
     None means the original's auto tiling (width 32). With a target, ``config.sm_assignment`` is
     resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None
-    for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments.
+    for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments and
+    :class:`~amkspec.lower.knobs.ConfigError` on a config :func:`~amkspec.lower.knobs.check` refuses
+    (a named ``sm_assignment`` without a target included, unless ``compat``).
     """
     m = resolve_model(model)
     tgt = resolve_target(target)
@@ -104,9 +91,11 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     _check(m, pos, dtype, B)
     if quant is not None and B > 1:
         raise LoweringError("quantized lowering supports one sequence only (B = 1)")
+    if config is not None:
+        require_valid(config, tgt, places_sms=not compat)
     tiling = dict(config.tiling) if config is not None else {}
-    _check_tiling(tiling)
-    emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None, quant)
+    fusion = tuple(tuple(g) for g in config.fusion_grouping) if config is not None and not compat else ()
+    emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None, quant, fusion)
     meta = {"model": m.source, "gpu": tgt.name if tgt else "?", "regime": "decode", "pos": pos,
             "kv_len": pos + 1, "dtype": dtype.name, "n_layers": m.n_layers}
     prog = emitter.emit().build(meta=meta, target=tgt, config=config)

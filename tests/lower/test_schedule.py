@@ -10,6 +10,7 @@ import amkspec
 from amkspec.ir import TARGETS, BufferKind, ScheduleConfig
 from amkspec.lower import lower
 from amkspec.lower.cost import predicted_latency_us, task_us
+from amkspec.lower.knobs import ConfigError
 from amkspec.lower.sm_assign import assign_sms
 from tests.conftest import FIXTURES
 from tests.lower.checks import page_clobbers, sm_queue_violations
@@ -46,8 +47,13 @@ def test_round_robin_and_explicit_maps() -> None:
 
 
 def test_named_policies_need_a_target() -> None:
-    prog = lower("toy", None, ScheduleConfig(sm_assignment="load_balance"))
-    assert {t.sm for t in prog.tasks} == {None}
+    """Issue 12 item 6: a named policy without a target is refused, not silently left unplaced."""
+    with pytest.raises(ConfigError, match="needs a target"):
+        lower("toy", None, ScheduleConfig(sm_assignment="load_balance"))
+    compat = lower("toy", None, ScheduleConfig(sm_assignment="load_balance"), compat=True)
+    assert {t.sm for t in compat.tasks} == {None}
+    explicit = lower("toy", None, ScheduleConfig(sm_assignment={0: 1}))
+    assert explicit.tasks[0].sm == 1
 
 
 def test_load_balance_is_no_worse_than_one_sm() -> None:

@@ -1,0 +1,195 @@
+"""``amkspec evaluate``, ``search`` and ``propose``: the Loop-2 schedule commands (spec §5).
+
+``evaluate`` prints only the JSON verdict on stdout (exit 0 valid and correct, 1 otherwise, 2
+unusable input); ``search`` prints a JSON summary on stdout and its progress on stderr (a bar on
+a terminal, one line per trial otherwise); ``propose`` prints the knob space with the target's
+caps filled in.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, main
+from amkspec.ir import TARGETS
+
+MODEL_NAMES = click.Choice(["medium", "small", "toy", "toy-1L", "toy-2L"])
+RUNNABLE_MODELS = click.Choice(["medium", "toy", "toy-1L", "toy-2L"])
+"""Models whose weights are made to run them (``small`` is a lowering-only preset)."""
+TARGET_NAMES = click.Choice(sorted(TARGETS))
+VM_NAMES = click.Choice(["reference", "cpu-kernel", "cuda"])
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file larger than this is refused (a ScheduleConfig is a few hundred bytes)."""
+EXIT_INTERRUPTED = 130
+
+
+def load_lowering(spec: str | None) -> Any:
+    """``module:function`` → the function (a plugged-in lowering); exit 2 if it cannot be imported."""
+    if spec is None:
+        return None
+    import importlib
+
+    module, _, name = spec.partition(":")
+    try:
+        func = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        fail(f"--lowering {spec}: cannot import it ({type(exc).__name__}); use module:function")
+    if not callable(func):
+        fail(f"--lowering {spec}: not a function")
+    return func
+
+
+def lowering_option(func: Any) -> Any:
+    """``--lowering module:function``: evaluate another lowering (see :data:`amkspec.search.Lowering`)."""
+    return click.option("--lowering", "lowering_spec", default=None, metavar="MODULE:FUNC",
+                        help="Plug in another lowering (model, target, config, pos) -> program.")(func)
+
+
+def read_config_document(path: str) -> dict[str, Any]:
+    """The JSON object of a config file (its knobs are judged by the knob checks); exit 2 if the
+    file cannot be read, is not JSON or holds no object."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+    if len(raw) > MAX_CONFIG_BYTES:
+        fail(f"{path}: a config file is at most {MAX_CONFIG_BYTES} bytes")
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        fail(f"{path}: not a JSON document: {type(exc).__name__}")
+    if not isinstance(doc, dict):
+        fail(f"{path}: expected a ScheduleConfig object, got a JSON {type(doc).__name__}")
+    return doc
+
+
+@main.command("evaluate")
+@click.argument("model", type=RUNNABLE_MODELS)
+@click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON "
+              "(default: the default config).")
+@click.option("--vm", type=VM_NAMES, default="reference", show_default=True, help="Where the step runs.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(0.001, 3600), default=10.0, show_default=True,
+              help="Watchdog of the megakernel VMs, in seconds.")
+@click.option("--witness-dir", type=click.Path(file_okay=False),
+              help="Write a rejection's counterexample here.")
+@lowering_option
+@clean_errors
+def evaluate_cmd(model: str, target: str, config_path: str | None, vm: str, timeout_s: float,
+                 witness_dir: str | None, lowering_spec: str | None) -> None:
+    """Lower, validate, run and time one ScheduleConfig; print the JSON verdict.
+
+    Exit 0 when the config is valid and its output matches the eager model, 1 otherwise.
+    """
+    from amkspec.search import evaluate
+
+    config = read_config_document(config_path) if config_path else None
+    verdict = evaluate(model, target, config, vm=vm, timeout_s=timeout_s, witness_dir=witness_dir,
+                       lowering=load_lowering(lowering_spec))
+    echo_json(verdict.to_dict())
+    sys.exit(EXIT_OK if verdict.valid and verdict.correct else EXIT_REJECTED)
+
+
+@main.command("propose")
+@click.argument("model", type=MODEL_NAMES)
+@click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
+@clean_errors
+def propose_cmd(model: str, target: str) -> None:
+    """Print the edit surface: the default config, its id and every knob with the target's caps."""
+    from amkspec.lower import knobs
+
+    tgt = TARGETS[target]
+    echo_json({
+        "model": model, "target": target,
+        "caps": {"num_sms": tgt.num_sms, "smem_bytes_per_block_optin": tgt.smem_bytes_per_block_optin,
+                 "smem_bytes_per_sm": tgt.smem_bytes_per_sm, "threads_per_block": [knobs.WARP,
+                                                                                  knobs.MAX_THREADS_PER_BLOCK]},
+        "schedule_config": knobs.config_dict(knobs.default_config()),
+        "schedule_id": knobs.schedule_id(knobs.default_config()),
+        "search_space": knobs.search_space(tgt),
+    })
+
+
+class _Progress:
+    """A tqdm bar on a terminal, otherwise one plain line per trial (both on stderr)."""
+
+    def __init__(self, total: int, done: int, quiet: bool) -> None:
+        self.quiet = quiet
+        self.total = total
+        self.bar: Any = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, unit="trial", file=sys.stderr, dynamic_ncols=True)
+
+    def __call__(self, trial: Any, incumbent: Any) -> None:
+        best = incumbent.verdict.latency_us if incumbent is not None else None
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"best {best} us, last {trial.status}")
+            self.bar.update(1)
+        elif not self.quiet:
+            lat = trial.verdict.latency_us
+            click.echo(f"trial {trial.trial + 1}/{self.total} {trial.verdict.schedule_id} {trial.status:<8} "
+                       f"{'-' if lat is None else f'{lat} us'} ({trial.source} {trial.knob}); best {best} us",
+                       err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+@main.command("search")
+@click.argument("model", type=RUNNABLE_MODELS)
+@click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
+@click.option("--budget", required=True, type=click.IntRange(1, 100_000),
+              help="Trials in all (with --resume: the new total).")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True)
+@click.option("--explore", type=click.FloatRange(0, 1), default=0.35, show_default=True,
+              help="Share of trials that draw a fresh random config.")
+@click.option("--probe", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="Share of explore trials that probe the edge of a knob's feasible range.")
+@click.option("--beam", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Exploit parents: the K best correct configs (1: the incumbent).")
+@click.option("--vm", type=VM_NAMES, default="reference", show_default=True)
+@click.option("--timeout", "timeout_s", type=click.FloatRange(0.001, 3600), default=10.0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Run directory (default: search-MODEL-TARGET).")
+@click.option("--resume", is_flag=True, help="Continue the run saved in --out.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Draw the trials into this PNG.")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@lowering_option
+@clean_errors
+def search_cmd(model: str, target: str, budget: int, seed: int, explore: float, probe: float, beam: int,
+               vm: str, timeout_s: float, out_dir: str | None, resume: bool, plot_path: str | None,
+               quiet: bool, lowering_spec: str | None) -> None:
+    """Search ScheduleConfigs: correctness first, then a strict 1% latency win (keep/revert).
+
+    Writes results.tsv, state.json, cache.json and witnesses/ into --out. Exit 0 when a correct
+    incumbent exists, 1 when none was found, 130 when interrupted (resume with --resume).
+    """
+    from amkspec.search import Search, SearchOptions
+
+    out = Path(out_dir or f"search-{model}-{target}")
+    options = SearchOptions(model, target, budget, seed, explore, beam, probe, vm)
+    run = Search(options, out, resume=resume, timeout_s=timeout_s, lowering=load_lowering(lowering_spec))
+    progress = _Progress(budget, len(run.trials), quiet)
+    try:
+        result = run.run(progress)
+    finally:
+        progress.close()
+    if plot_path:
+        from amkspec.search.plot import plot_trials
+
+        plot_trials(result.trials, plot_path, f"amkspec search {model} --target {target} (seed {seed})")
+    echo_json(result.summary())
+    if result.interrupted:
+        click.echo(f"amkspec: interrupted after {len(result.trials)} trials; continue with --resume "
+                   f"--out {out}", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(EXIT_OK if result.incumbent is not None else EXIT_REJECTED)

@@ -1,0 +1,306 @@
+"""``evaluate``: one ScheduleConfig → one honest verdict (the Loop-2 verdict, OPS_FACTS §14).
+
+The pipeline, first failure wins: check the knobs (:mod:`amkspec.lower.knobs`, launch feasibility
+included) → lower → :func:`amkspec.validate` → run one decode step at position 0 on the chosen VM →
+compare the logits with the eager model (:func:`amkspec.models.compare_logits`) → latency. The
+latency is ``measured-gpu`` only when the CUDA megakernel ran on a real GPU, its output matched
+eager, and CUDA events timed it; otherwise it is the cost model's prediction
+(:func:`amkspec.lower.cost.predicted_latency_us`), labelled ``predicted``.
+
+Nothing a config can contain makes :meth:`Evaluator.evaluate` raise: malformed knobs, lowering
+failures, validator rejections, VM faults and timeouts all come back as a verdict that says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from amkspec.ir import AmkspecError, GpuTarget, MegakernelProgram, ScheduleConfig, dumps
+from amkspec.lower import knobs
+from amkspec.lower.errors import LoweringError
+from amkspec.lower.lowering import lower, resolve_model, resolve_target
+from amkspec.models.config import ModelConfig
+from amkspec.search.verdict import Verdict
+from amkspec.search.witnesses import Rejection, write_rejection
+
+Lowering = Callable[[ModelConfig, GpuTarget, ScheduleConfig, int], MegakernelProgram]
+"""``(model, target, config, pos) -> program``: the lowering under test (pluggable)."""
+
+VmRunner = Callable[[MegakernelProgram, Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+"""``(program, weights, inputs) -> outputs by buffer name`` (what ``ReferenceVM.run`` returns)."""
+
+VMS = ("reference", "cpu-kernel", "cuda")
+TOKEN = 7
+"""The probe token (the original's default)."""
+GPU_WARMUP, GPU_ITERS = 5, 30
+
+
+def default_lowering(model: ModelConfig, target: GpuTarget, config: ScheduleConfig, pos: int
+                     ) -> MegakernelProgram:
+    """amkspec's own lowering (:func:`amkspec.lower.lower`) in the model's dtype."""
+    return lower(model, target, config, pos=pos, dtype=model.dtype)
+
+
+def program_sha256(prog: MegakernelProgram) -> str:
+    """SHA-256 of the program's canonical JSON: the identity a cached verdict is tied to."""
+    return hashlib.sha256(dumps(prog).encode()).hexdigest()
+
+
+def _finite(x: float | None, digits: int) -> float | None:
+    return round(x, digits) if x is not None and math.isfinite(x) else None
+
+
+class _ReferenceRunner:
+    def __call__(self, prog: MegakernelProgram, weights: Mapping[str, Any], inputs: Mapping[str, Any]
+                 ) -> Mapping[str, Any]:
+        from amkspec.vm import ReferenceVM
+
+        return ReferenceVM(prog).run(weights, inputs)
+
+
+class _MegakernelRunner:
+    """``vm_cuda.MegakernelVM`` on the CPU build or a GPU; keeps the last VM for GPU timing."""
+
+    def __init__(self, backend: str, timeout_s: float) -> None:
+        self.backend, self.timeout_s = backend, timeout_s
+        self.last: Any = None
+
+    def __call__(self, prog: MegakernelProgram, weights: Mapping[str, Any], inputs: Mapping[str, Any]
+                 ) -> Mapping[str, Any]:
+        import vm_cuda  # built by another part of the project; absent → "vm-unavailable"
+
+        self.last = vm_cuda.MegakernelVM(prog, backend=self.backend, timeout_s=self.timeout_s)
+        return self.last.run(weights, inputs)
+
+
+def make_runner(vm: str, timeout_s: float) -> VmRunner:
+    """The runner of a VM by name (``reference``, ``cpu-kernel``, ``cuda``)."""
+    if vm == "reference":
+        return _ReferenceRunner()
+    if vm in ("cpu-kernel", "cuda"):
+        return _MegakernelRunner("cpu" if vm == "cpu-kernel" else "cuda", timeout_s)
+    raise LoweringError(f"unknown VM {vm!r} (use {', '.join(VMS)})")
+
+
+def describe(exc: BaseException, limit: int = 300) -> str:
+    """``Type: first line of the message``, printable whatever the exception holds."""
+    try:
+        first = (str(exc).splitlines() or [""])[0]
+    except Exception:  # noqa: BLE001 - a message that cannot be rendered (an over-long int, ...)
+        first = "(unprintable message)"
+    return f"{type(exc).__name__}: {knobs.clip(first, limit)}"
+
+
+def _vm_failure(exc: BaseException) -> str:
+    """The failure kind of a VM exception (timeouts and faults by the error's class name)."""
+    name = type(exc).__name__
+    if isinstance(exc, ImportError) or name == "BuildError":  # not installed, or its build failed
+        return "vm-unavailable"
+    if "Timeout" in name or "Deadlock" in name:
+        return "timeout"
+    if isinstance(exc, AmkspecError) or "Fault" in name:
+        return "fault"
+    return "error"
+
+
+@attrs.define
+class Prepared:
+    """A config that passed the knob checks and lowered: what a cache lookup needs."""
+
+    config: ScheduleConfig
+    program: MegakernelProgram
+    schedule_id: str
+    sha256: str
+
+
+class Evaluator:
+    """Evaluates configs of one model on one target and VM; weights and eager logits are made once.
+
+    ``lowering`` and ``runner`` plug in another lowering or VM (tests use a deliberately wrong
+    one). ``witness_dir``: where each distinct rejection's counterexample is written.
+    """
+
+    def __init__(self, model: ModelConfig | str, target: GpuTarget | str, *, vm: str = "reference",
+                 timeout_s: float = 10.0, lowering: Lowering | None = None, runner: VmRunner | None = None,
+                 witness_dir: str | Path | None = None, token: int = TOKEN) -> None:
+        self.model = resolve_model(model)
+        tgt = resolve_target(target)
+        if tgt is None:
+            raise LoweringError("evaluate needs a target")
+        self.target = tgt
+        self.vm = vm if runner is None else getattr(runner, "name", "custom")
+        self.runner = runner or make_runner(vm, timeout_s)
+        self.lowering = lowering or default_lowering
+        self.witness_dir = Path(witness_dir) if witness_dir is not None else None
+        self.token = token
+        self._reference: tuple[dict[str, Any], Any] | None = None
+
+    @property
+    def context(self) -> str:
+        """What besides the program a verdict depends on (part of a cache entry's identity)."""
+        return f"{self.model.name}|{self.target.name}|{self.vm}|token={self.token}"
+
+    def _base(self, sid: str) -> dict[str, Any]:
+        return {"schedule_id": sid, "model": self.model.name, "target": self.target.name, "vm": self.vm}
+
+    def reject(self, sid: str, rejection: Rejection, reason: str, note: str, **sizes: Any) -> Verdict:
+        """A rejection verdict; its counterexample is written when a witness directory is set."""
+        witness, notes = None, [note]
+        if self.witness_dir is not None:
+            try:
+                witness = write_rejection(self.witness_dir, rejection)
+            except OSError as exc:  # the verdict stands without its file
+                notes.append(f"the counterexample could not be written: {describe(exc)}")
+        return Verdict(valid=False, rejected_reason=reason, rejected_codes=rejection.codes, witness=witness,
+                       failure="rejected", notes=tuple(notes), **self._base(sid), **sizes)
+
+    def prepare(self, config: ScheduleConfig | Mapping[str, Any] | None) -> Prepared | Verdict:
+        """Check the knobs and lower: a :class:`Prepared` program, or a rejection verdict."""
+        sid = knobs.schedule_id(config)
+        parsed, issues = knobs.parse(config, self.target)
+        if parsed is None:
+            reason = "; ".join(str(i) for i in issues[:4])
+            return self.reject(sid, Rejection.from_issues(sid, config, issues), reason,
+                               "config refused by the knob checks before lowering, nothing launched")
+        try:
+            prog = self.lowering(self.model, self.target, parsed, 0)
+            if not isinstance(prog, MegakernelProgram):
+                raise TypeError(f"the lowering returned a {type(prog).__name__}, not a MegakernelProgram")
+            sha = program_sha256(prog)
+        except Exception as exc:  # noqa: BLE001 - a plugged-in lowering may raise anything
+            reason = f"lowering failed: {describe(exc)}"
+            return Verdict(valid=False, rejected_reason=reason, failure="lowering",
+                           notes=("lower() raised, config rejected, nothing launched",), **self._base(sid))
+        return Prepared(parsed, prog, sid, sha)
+
+    def evaluate(self, config: ScheduleConfig | Mapping[str, Any] | None) -> Verdict:
+        """The verdict of ``config`` (None: the default config). Never raises on any config."""
+        try:
+            prepared = self.prepare(config)
+            return prepared if isinstance(prepared, Verdict) else self.finish(prepared)
+        except Exception as exc:  # noqa: BLE001 - the boundary: an internal error is still a verdict
+            return Verdict(valid=False, rejected_reason=f"internal error: {describe(exc)}", failure="error",
+                           notes=("an unexpected error, reported instead of raised",),
+                           **self._base(knobs.schedule_id(config)))
+
+    __call__ = evaluate
+
+    def _sizes(self, prog: MegakernelProgram) -> dict[str, Any]:
+        wb = prog.total_weight_bytes()
+        return {"program_sha256": program_sha256(prog), "tasks": len(prog.tasks),
+                "n_buffers": len(prog.buffers), "n_counters": len(prog.counters),
+                "weight_mb": round(wb / 1e6, 4), "bound_us": _finite(self.target.bandwidth_bound_us(wb), 4)}
+
+    def finish(self, p: Prepared) -> Verdict:
+        """Validate, run, compare with eager and attach the latency of a lowered config."""
+        from amkspec.proofs import validate
+
+        sizes = self._sizes(p.program)
+        result = validate(p.program)
+        if not result.ok:
+            errors = [d for d in result.diagnostics if d.severity.name == "ERROR"]
+            reason = "; ".join(f"{d.code} {d.message}" for d in errors[:4])
+            rejection = Rejection.from_program(p.schedule_id, p.config, p.program, errors)
+            return self.reject(p.schedule_id, rejection, reason,
+                               "validate() rejected the lowered program, it never launches", **sizes)
+        return self._run(p, sizes)
+
+    def reference(self) -> tuple[dict[str, Any], Any]:
+        """The model's weights and the eager logits of the probe token at position 0."""
+        if self._reference is None:
+            from amkspec.models import EagerDecoder, make_weights
+
+            weights = make_weights(self.model)
+            logits = EagerDecoder(self.model, weights).prefill([self.token])[-1:]
+            self._reference = (weights, logits)
+        return self._reference
+
+    def _run(self, p: Prepared, sizes: dict[str, Any]) -> Verdict:
+        from amkspec.lower.decode import step_inputs
+        from amkspec.models import compare_logits
+
+        weights, eager = self.reference()
+        base = {**self._base(p.schedule_id), **sizes}
+        try:
+            out = self.runner(p.program, weights, step_inputs(0, [self.token]))
+            logits = out["logits"]
+        except Exception as exc:  # noqa: BLE001 - VM faults, timeouts, a missing VM: a verdict
+            return Verdict(valid=True, failure=_vm_failure(exc), notes=(f"{self.vm} VM: {describe(exc)}",),
+                           **base)
+        check = compare_logits(logits, eager, self.model.dtype)
+        metrics: dict[str, Any] = {"max_abs_err": _finite(check.max_abs_err, 8),
+                                   "top1_agreement": _finite(check.top1_agreement, 4)}
+        if not check.passed:
+            return Verdict(valid=True, failure="mismatch", notes=("correctness FAIL vs eager, no latency "
+                                                                  "emitted",), **metrics, **base)
+        return self._latency(p, {**base, **metrics})
+
+    def _latency(self, p: Prepared, base: dict[str, Any]) -> Verdict:
+        from amkspec.lower.cost import predicted_latency_us
+
+        notes: list[str] = []
+        measured = self._gpu_time(notes)
+        if measured is not None:
+            latency, kind = measured, "measured-gpu"
+        else:
+            latency, kind = predicted_latency_us(p.program, self.target), "predicted"
+            notes.append("latency predicted by the cost model (no GPU-timed run matched eager)")
+        lat, bound = _finite(latency, 4), base["bound_us"]
+        if lat is None or (bound is not None and lat < bound):
+            notes.append(f"latency {latency!r} µs is below the bandwidth floor or not finite: dropped")
+            return Verdict(valid=True, correct=True, notes=tuple(notes), **base)
+        pct = _finite(lat / bound * 100, 3) if bound else None
+        return Verdict(valid=True, correct=True, latency_us=lat, latency_kind=kind, pct_of_roofline=pct,
+                       gpu_timed=kind == "measured-gpu", notes=tuple(notes), **base)
+
+    def _gpu_time(self, notes: list[str]) -> float | None:
+        """Median CUDA-event time (µs) of the megakernel just run, only if it ran on a real GPU and
+        every timed run's logits still match eager; None otherwise."""
+        runner = self.runner
+        if not isinstance(runner, _MegakernelRunner) or runner.backend != "cuda" or runner.last is None:
+            return None
+        try:
+            import torch
+
+            from amkspec.lower.decode import step_inputs
+            from amkspec.models import compare_logits
+
+            if not torch.cuda.is_available():
+                return None
+            weights, eager = self.reference()
+            inputs = step_inputs(0, [self.token])
+            times = []
+            for i in range(GPU_WARMUP + GPU_ITERS):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                out = runner.last.run(weights, inputs)
+                end.record()
+                torch.cuda.synchronize()
+                if i >= GPU_WARMUP:
+                    times.append(start.elapsed_time(end) * 1e3)
+                if not compare_logits(out["logits"], eager, self.model.dtype).passed:
+                    notes.append("a timed GPU run disagreed with eager: latency not measured")
+                    return None
+            return statistics.median(times)
+        except Exception as exc:  # noqa: BLE001 - timing is best effort: fall back to predicted
+            notes.append(f"GPU timing failed ({type(exc).__name__}): falling back to the cost model")
+            return None
+
+
+def evaluate(model: ModelConfig | str, target: GpuTarget | str,
+             config: ScheduleConfig | Mapping[str, Any] | None = None, *, vm: str = "reference",
+             timeout_s: float = 10.0, lowering: Lowering | None = None,
+             witness_dir: str | Path | None = None) -> Verdict:
+    """Evaluate one config of ``model`` on ``target`` (see :class:`Evaluator`); never raises on a config.
+
+    Raises :class:`~amkspec.lower.LoweringError` only for an unknown model, target or VM name.
+    """
+    return Evaluator(model, target, vm=vm, timeout_s=timeout_s, lowering=lowering,
+                     witness_dir=witness_dir).evaluate(config)

@@ -1,0 +1,296 @@
+"""The correctness-gated schedule search (Loop 2 of the AMK agent contract; keep/revert).
+
+Trial 0 is the default config, the bar to beat. Each later trial *explores* (a fresh random
+config; a share of them are edge probes that test the safety net) with probability ``explore``
+or while nothing correct is known, and otherwise *exploits*: one knob of a parent drawn from the
+beam (the ``beam`` best correct configs; with 1, the incumbent) changes. Keep/revert:
+
+- only a verdict that is valid AND correct, with a latency, is eligible;
+- it becomes the incumbent on a strict ≥ 1% latency win, or within ±1% when its latency is
+  measured and the incumbent's predicted, or (same kind) when its config is simpler
+  (:func:`amkspec.lower.knobs.complexity`);
+- every trial is a row of ``results.tsv``; a failing trial never stops the run.
+
+A trial's proposal depends only on the seed, its number and the beam, and the state is written
+atomically after every trial, so an interrupted search resumed with the same options reaches the
+same incumbent as an uninterrupted one. Verdicts come from a :class:`ScheduleCache` when the
+lowered program is byte-identical, so no schedule is evaluated twice.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from amkspec.lower import knobs
+from amkspec.search.cache import ScheduleCache
+from amkspec.search.evaluate import Evaluator, Lowering, VmRunner, describe
+from amkspec.search.files import atomic_write
+from amkspec.search.space import default_document, mutate, probe, random_config
+from amkspec.search.verdict import Verdict
+
+WIN = 0.01
+"""A candidate must be at least 1% faster to dethrone the incumbent (±1% is a tie)."""
+REDRAWS = 16
+"""Proposals drawn per trial to find a schedule not evaluated yet."""
+STATE, RESULTS, CACHE, WITNESSES = "state.json", "results.tsv", "cache.json", "witnesses"
+COLUMNS = ("trial", "schedule_id", "program_sha256", "valid", "correct", "latency_us", "latency_kind",
+           "status", "source", "knob", "cached", "reason")
+STATUS_OF_FAILURE = {"rejected": "rejected", "lowering": "rejected", "timeout": "timeout", "fault": "crash",
+                     "error": "crash", "vm-unavailable": "crash", "mismatch": "reverted"}
+
+
+class SearchStateError(knobs.LoweringError):
+    """A ``--resume`` whose saved state does not belong to these options, or cannot be read."""
+
+
+@attrs.frozen
+class SearchOptions:
+    """What a search is: the model, target, VM and the proposal parameters (``budget`` may grow)."""
+
+    model: str
+    target: str
+    budget: int
+    seed: int = 0
+    explore: float = 0.35
+    beam: int = 1
+    probe: float = 0.25
+    vm: str = "reference"
+
+    def identity(self) -> dict[str, Any]:
+        """Every option a resumed search must share with the saved one."""
+        out = attrs.asdict(self)
+        del out["budget"]
+        return out
+
+
+@attrs.frozen
+class Trial:
+    """One evaluated proposal and the keep/revert decision."""
+
+    trial: int
+    source: str
+    knob: str
+    config: dict[str, Any]
+    verdict: Verdict
+    status: str
+    cached: bool
+    reason: str
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        out = attrs.asdict(self, recurse=False)
+        out["verdict"] = self.verdict.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trial:
+        return cls(**{**d, "verdict": Verdict.from_dict(d["verdict"])})
+
+    def row(self) -> list[str]:
+        v = self.verdict
+        cells = [self.trial, v.schedule_id, (v.program_sha256 or "")[:16], v.valid, v.correct,
+                 "" if v.latency_us is None else v.latency_us, v.latency_kind or "", self.status, self.source,
+                 self.knob, self.cached, self.reason]
+        return [" ".join(str(c).split()) for c in cells]
+
+
+def _rank(v: Verdict, config: dict[str, Any]) -> tuple[float, bool, tuple[int, tuple[int, ...]]]:
+    parsed, _ = knobs.parse(config)
+    simple = knobs.complexity(parsed) if parsed is not None else (1 << 30, ())
+    latency = v.latency_us if v.latency_us is not None else float("inf")
+    return latency, v.latency_kind != "measured-gpu", simple
+
+
+def decide(v: Verdict, config: dict[str, Any], incumbent: Trial | None) -> tuple[str, str]:
+    """``(status, reason)``: kept, tried, reverted, rejected, crash or timeout (see module doc)."""
+    if not v.correct:
+        return STATUS_OF_FAILURE.get(v.failure or "error", "crash"), v.rejected_reason or "; ".join(v.notes)
+    if v.latency_us is None:
+        return "tried", "correct, but without a latency to compare (see the verdict's notes)"
+    if incumbent is None or incumbent.verdict.latency_us is None:
+        return "kept", "first correct config with a latency"
+    old = incumbent.verdict.latency_us
+    gain = (old - v.latency_us) / old
+    if gain >= WIN:
+        return "kept", f"{100 * gain:.2f}% faster than trial {incumbent.trial}"
+    if gain > -WIN:
+        ours, theirs = _rank(v, config), _rank(incumbent.verdict, incumbent.config)
+        if ours[1] < theirs[1]:
+            return "kept", f"within 1% of trial {incumbent.trial} and measured (it was predicted)"
+        if ours[1] == theirs[1] and ours[2] < theirs[2]:
+            return "kept", f"within 1% of trial {incumbent.trial} and simpler"
+        return "tried", f"within 1% of trial {incumbent.trial}, not simpler"
+    return "tried", f"{-100 * gain:.2f}% slower than trial {incumbent.trial}"
+
+
+@attrs.define
+class SearchResult:
+    """All trials, the incumbent and the default (trial 0); ``interrupted`` when Ctrl-C stopped it."""
+
+    trials: list[Trial]
+    incumbent: Trial | None
+    out_dir: Path
+    interrupted: bool = False
+    cache_hits: int = 0
+    stale: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for t in self.trials:
+            counts[t.status] = counts.get(t.status, 0) + 1
+        default = self.trials[0].verdict if self.trials else None
+        best = self.incumbent.verdict if self.incumbent else None
+        gain = None
+        if default and best and default.latency_us and best.latency_us is not None:
+            gain = round(100 * (default.latency_us - best.latency_us) / default.latency_us, 3)
+        fastest = min((t for t in self.trials if t.verdict.latency_us is not None),
+                      key=lambda t: t.verdict.latency_us or 0.0, default=None)
+        return {"trials": len(self.trials), "statuses": counts, "interrupted": self.interrupted,
+                "fastest_seen": None if fastest is None else {
+                    "trial": fastest.trial, "latency_us": fastest.verdict.latency_us,
+                    "status": fastest.status},
+                "default": default.to_dict() if default else None,
+                "incumbent": None if self.incumbent is None else {
+                    "trial": self.incumbent.trial, "config": self.incumbent.config, "verdict": best.to_dict()
+                    if best else None},
+                "improvement_pct": gain, "cache_hits": self.cache_hits, "stale_cache_entries": self.stale,
+                "out_dir": str(self.out_dir)}
+
+
+ProgressHook = Callable[[Trial, "Trial | None"], None]
+
+
+class Search:
+    """One search run into ``out_dir`` (``state.json``, ``results.tsv``, ``cache.json``, ``witnesses/``)."""
+
+    def __init__(self, options: SearchOptions, out_dir: str | Path, *, resume: bool = False,
+                 lowering: Lowering | None = None, runner: VmRunner | None = None,
+                 cache_path: str | Path | None = None, timeout_s: float = 10.0) -> None:
+        self.options = options
+        self.out = Path(out_dir)
+        self.evaluator = Evaluator(options.model, options.target, vm=options.vm, timeout_s=timeout_s,
+                                   lowering=lowering, runner=runner, witness_dir=self.out / WITNESSES)
+        self.cache = ScheduleCache(cache_path if cache_path is not None else self.out / CACHE)
+        self.trials: list[Trial] = []
+        self.incumbent: Trial | None = None
+        self.seen: set[str] = set()
+        if resume:
+            self._resume()
+        elif (self.out / STATE).exists():
+            raise SearchStateError(f"{self.out / STATE} exists: pass --resume to continue it, or use "
+                                   "another --out directory")
+
+    def _resume(self) -> None:
+        path = self.out / STATE
+        if not path.exists():
+            return
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            trials = [Trial.from_dict(t) for t in doc["trials"]]
+            saved = doc["options"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise SearchStateError(f"{path}: cannot resume: {describe(exc)}") from None
+        if saved != self.options.identity():
+            raise SearchStateError(f"{path}: saved with other options {saved}; resume with the same ones")
+        for t in trials:
+            self._record(t)
+
+    def _record(self, t: Trial) -> None:
+        self.trials.append(t)
+        self.seen.add(t.verdict.schedule_id)
+        if t.status == "kept":
+            self.incumbent = t
+
+    def beam(self) -> list[Trial]:
+        """The ``beam`` best correct trials (latency, then measured over predicted, then simplicity)."""
+        correct = [t for t in self.trials if t.verdict.correct and t.verdict.latency_us is not None]
+        correct.sort(key=lambda t: (_rank(t.verdict, t.config), t.trial))
+        best = correct[: max(1, self.options.beam)]
+        return best if self.options.beam > 1 or self.incumbent is None else [self.incumbent]
+
+    def propose(self, n: int) -> tuple[dict[str, Any], str, str]:
+        """``(config, source, knob)`` of trial ``n``, avoiding schedules already evaluated."""
+        if n == 0:
+            return default_document(), "default", "-"
+        rng = random.Random(f"amkspec-search/{self.options.seed}/{n}")
+        target = self.evaluator.target
+        proposal: tuple[dict[str, Any], str, str] = default_document(), "default", "-"
+        for _ in range(REDRAWS):
+            parents = self.beam()
+            if not parents or rng.random() < self.options.explore:
+                if rng.random() < self.options.probe:
+                    base = parents[0].config if parents else default_document()
+                    doc, knob = probe(rng, base, target)
+                    proposal = doc, "probe", knob
+                else:
+                    proposal = random_config(rng, target), "explore", "*"
+            else:
+                doc, knob = mutate(rng, rng.choice(parents).config, target)
+                proposal = doc, "exploit", knob
+            if knobs.schedule_id(proposal[0]) not in self.seen:
+                break
+        return proposal
+
+    def _verdict(self, config: dict[str, Any]) -> tuple[Verdict, bool]:
+        ev = self.evaluator
+        try:
+            prepared = ev.prepare(config)
+            if isinstance(prepared, Verdict):
+                return prepared, False
+            hit = self.cache.lookup(prepared.schedule_id, prepared.sha256, ev.context)
+            if hit is not None:
+                return hit, True
+            verdict = ev.finish(prepared)
+        except Exception:  # noqa: BLE001 - evaluate()'s boundary: one failure never stops the run
+            return ev.evaluate(config), False
+        self.cache.store(verdict, ev.context)
+        return verdict, False
+
+    def step(self) -> Trial:
+        """Propose, evaluate and decide the next trial; write the state and results."""
+        n = len(self.trials)
+        config, source, knob = self.propose(n)
+        started = time.perf_counter()
+        verdict, cached = self._verdict(config)
+        status, reason = decide(verdict, config, self.incumbent)
+        trial = Trial(n, source, knob, config, verdict, status, cached, reason,
+                      round(time.perf_counter() - started, 4))
+        self._record(trial)
+        self.save()
+        return trial
+
+    def save(self) -> None:
+        """Write ``state.json`` and ``results.tsv`` atomically."""
+        state = {"options": self.options.identity(), "trials": [t.to_dict() for t in self.trials]}
+        atomic_write(self.out / STATE, json.dumps(state, indent=1) + "\n")
+        lines = ["\t".join(COLUMNS)] + ["\t".join(t.row()) for t in self.trials]
+        atomic_write(self.out / RESULTS, "\n".join(lines) + "\n")
+
+    def run(self, on_trial: ProgressHook | None = None) -> SearchResult:
+        """Run until ``budget`` trials exist; Ctrl-C stops cleanly between atomic writes."""
+        interrupted = False
+        try:
+            while len(self.trials) < self.options.budget:
+                trial = self.step()
+                if on_trial is not None:
+                    on_trial(trial, self.incumbent)
+        except KeyboardInterrupt:
+            interrupted = True
+        return SearchResult(self.trials, self.incumbent, self.out, interrupted, self.cache.hits,
+                            self.cache.stale)
+
+
+def search(model: str, target: str, budget: int, out_dir: str | Path, *, seed: int = 0,
+           explore: float = 0.35, beam: int = 1, probe: float = 0.25, vm: str = "reference",
+           resume: bool = False, lowering: Lowering | None = None, runner: VmRunner | None = None,
+           on_trial: ProgressHook | None = None) -> SearchResult:
+    """Run a search (see :class:`Search`) and return its result."""
+    options = SearchOptions(model, target, budget, seed, explore, beam, probe, vm)
+    return Search(options, out_dir, resume=resume, lowering=lowering, runner=runner).run(on_trial)
