@@ -135,12 +135,13 @@ typedef struct amk_buffer_t {
   int64_t stride[AMK_MAX_RANK];
 } amk_buffer_t;
 
-/* One instruction (232 bytes). inputs/outputs are buffer-table indices, wait_counter and
+/* One instruction (236 bytes). inputs/outputs are buffer-table indices, wait_counter and
  * out_counter counter-table indices; unused slots 0. For FUSED, step_first/n_steps name
  * the recipe's steps: instructions[step_first .. step_first+n_steps) (after the tasks),
  * each an ordinary non-FUSED instruction with no waits whose operands are buffer-table
  * indices (task inputs, the task output, or zero-initialised scratch buffers that the
- * packer appends to the buffer table). Non-FUSED: both 0. */
+ * packer appends to the buffer table). Non-FUSED: both 0. param_mask tells a param that is 0
+ * from one that is absent. */
 typedef struct amk_instruction_t {
   int32_t op, n_inputs, n_outputs, n_waits;
   int32_t inputs[AMK_MAX_INPUTS];
@@ -150,7 +151,9 @@ typedef struct amk_instruction_t {
   int32_t out_counter, sm;
   amk_params_t params;
   int32_t step_first, n_steps;
+  int32_t param_mask; /* bit i set: PARAM_LAYOUT[i] is given (or filled from PARAM_DEFAULTS) */
 } amk_instruction_t;
+#define AMK_HAVE_PARAM_MASK 1
 
 /* Launch status, written by the kernel (64 bytes). The first block to stop the launch
  * claims `abort` with a compare-and-swap from 0 and alone fills the detail fields. */
@@ -202,7 +205,8 @@ AMK_STATIC_ASSERT(offsetof(amk_buffer_t, rank) == 16, "rank at 16");
 AMK_STATIC_ASSERT(offsetof(amk_buffer_t, kind) == 28, "kind at 28");
 AMK_STATIC_ASSERT(offsetof(amk_buffer_t, shape) == 32, "shape at 32");
 AMK_STATIC_ASSERT(offsetof(amk_buffer_t, stride) == 64, "stride at 64");
-AMK_STATIC_ASSERT(sizeof(amk_instruction_t) == 232, "amk_instruction_t is 232 bytes");
+AMK_STATIC_ASSERT(sizeof(amk_instruction_t) == 236, "amk_instruction_t is 236 bytes");
+AMK_STATIC_ASSERT(offsetof(amk_instruction_t, param_mask) == 232, "param_mask at 232");
 AMK_STATIC_ASSERT(offsetof(amk_instruction_t, inputs) == 16, "inputs at 16");
 AMK_STATIC_ASSERT(offsetof(amk_instruction_t, outputs) == 48, "outputs at 48");
 AMK_STATIC_ASSERT(offsetof(amk_instruction_t, wait_counter) == 64, "wait_counter at 64");

@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -111,3 +112,49 @@ def build_driver(variant: str) -> Path:
     if not out.exists():
         _compile([cxx, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "cpu_driver.cpp")], out)
     return out
+
+
+NVCC_FLAGS = ("-std=c++17", "-O3", "-cubin", "-Werror", "all-warnings", "-Xptxas", "-v", "-x", "cu")
+"""nvcc flags of the GPU module (``-arch=sm_XY`` is added per target)."""
+
+
+def nvcc() -> str | None:
+    """The nvcc executable (``$NVCC``, ``nvcc`` on PATH, ``$CUDA_HOME/bin/nvcc``, /usr/local/cuda), or None."""
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    for name in (os.environ.get("NVCC"), shutil.which("nvcc"), os.path.join(home, "bin", "nvcc")):
+        if name and os.path.exists(name):
+            return name
+    return None
+
+
+def build_cubin(arch: str) -> tuple[Path, str]:
+    """``megakernel.cu`` compiled by nvcc for ``arch`` (e.g. ``"sm_90"``): the cubin and ptxas's report."""
+    tool = nvcc()
+    if tool is None:
+        raise BuildError("nvcc not found (set $NVCC or $CUDA_HOME) to build the GPU megakernel")
+    flags = [*NVCC_FLAGS, f"-arch={arch}", *([] if has_ops() else ["-DAMK_STUB_OPS"])]
+    out = cache_root() / "vm_cuda" / _key(tool, flags, "cubin") / f"amk_megakernel_{arch}.cubin"
+    log = out.with_suffix(".ptxas.txt")
+    if not out.exists() or not log.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [tool, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "megakernel.cu"), "-o", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"nvcc failed for {arch} ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+        log.write_text(proc.stdout + proc.stderr)
+    return out, log.read_text()
+
+
+def main() -> int:
+    """``python3 -m vm_cuda.build``: build the CPU library (CI runs this first); exit 2 if it cannot."""
+    try:
+        path = build_library("release")
+    except BuildError as exc:
+        print(f"vm_cuda: {exc}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -34,6 +34,7 @@ INSTRUCTION = np.dtype([
     ("inputs", "<i4", (ABI_MAX_INPUTS,)), ("outputs", "<i4", (ABI_MAX_OUTPUTS,)),
     ("wait_counter", "<i4", (ABI_MAX_WAITS,)), ("wait_threshold", "<i4", (ABI_MAX_WAITS,)),
     ("out_counter", "<i4"), ("sm", "<i4"), ("params", PARAMS), ("step_first", "<i4"), ("n_steps", "<i4"),
+    ("param_mask", "<i4"),
 ])
 """``amk_instruction_t``."""
 

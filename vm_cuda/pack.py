@@ -92,14 +92,17 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return out
 
 
-def marshal_params(op: InstructionKind, params: Mapping[str, Any]) -> tuple[Any, ...]:
-    """One ``amk_params_t`` row: PARAM_LAYOUT order, PARAM_DEFAULTS for absent keys, else 0."""
-    defaults = PARAM_DEFAULTS.get(op, {})
+def marshal_params(op: InstructionKind, params: Mapping[str, Any]) -> tuple[tuple[Any, ...], int]:
+    """One ``amk_params_t`` row (PARAM_LAYOUT order, PARAM_DEFAULTS for absent keys, else 0) and
+    its ``param_mask`` (bit i: PARAM_LAYOUT[i] given or defaulted)."""
+    given = {**PARAM_DEFAULTS.get(op, {}), **{k: v for k, v in params.items() if k in PARAM_FIELDS}}
     row = []
-    for name in PARAM_LAYOUT:
-        value = params.get(name, defaults.get(name, 0))
+    mask = 0
+    for i, name in enumerate(PARAM_LAYOUT):
+        value = given.get(name, 0)
         row.append(int(value) if PARAM_FIELDS[name] == "i" else float(value))
-    return tuple(row)
+        mask |= (name in given) << i
+    return tuple(row), mask
 
 
 def _opcode(value: Any) -> InstructionKind:
@@ -180,7 +183,7 @@ class Packer:
         row["inputs"][: len(ins)] = ins
         row["outputs"][: len(outs)] = outs
         try:
-            row["params"] = marshal_params(op, params)
+            row["params"], row["param_mask"] = marshal_params(op, params)
         except (TypeError, ValueError, OverflowError) as exc:
             raise PackError(f"task {task.describe()}: a param does not fit amk_params_t ({exc})") from exc
         return row
@@ -398,3 +401,47 @@ def pack(
     """Validate (unless the test-only override is given), then build the image for ``bound``."""
     packer = Packer(program, num_sms=num_sms, _unsafe_skip_validation=_unsafe_skip_validation)
     return packer.image(bound, timeout_s=timeout_s)
+
+
+@attrs.frozen
+class Unpacked:
+    """An image read back section by section (what the round-trip test compares with the program)."""
+
+    header: dict[str, int]
+    buffers: np.ndarray
+    tasks: np.ndarray
+    steps: np.ndarray
+    queues: list[list[int]]
+    counters: np.ndarray
+    data: np.ndarray
+
+    def storage(self, index: int, nbytes: int) -> np.ndarray:
+        """The first ``nbytes`` of table entry ``index``'s storage (ptr must be image-relative)."""
+        start = int(self.buffers[index]["ptr"]) - self.header["data_off"]
+        return self.data[start:start + nbytes]
+
+
+def unpack(image: bytes | np.ndarray) -> Unpacked:
+    """Parse image bytes (image-relative ptrs) back into its sections; :class:`PackError` if malformed."""
+    data = np.frombuffer(image, dtype=np.uint8) if isinstance(image, bytes) else image
+    if data.size < layout.HEADER.itemsize:
+        raise PackError("an ABI image is at least a header long")
+    h = data[: layout.HEADER.itemsize].view(layout.HEADER)[0]
+    header = {name: int(h[name]) for name in layout.HEADER.names}
+    if header["magic"] != layout.IMAGE_MAGIC or header["image_bytes"] != data.size:
+        raise PackError("not an ABI image (bad magic or size)")
+
+    def section(name: str, dtype: Any, count: int) -> np.ndarray:
+        start = header[name]
+        return data[start:start + count * np.dtype(dtype).itemsize].view(dtype)
+
+    n_tasks, n_sms = header["n_instructions"], header["num_sms"]
+    ins = section("instructions_off", layout.INSTRUCTION, n_tasks + header["n_steps"])
+    offs, lens = section("queue_off_off", "<i4", n_sms), section("queue_len_off", "<i4", n_sms)
+    flat = section("queue_flat_off", "<i4", max(n_tasks, 1))
+    queues = [[int(i) for i in flat[o:o + n]] for o, n in zip(offs, lens, strict=True)]
+    start = header["data_off"]
+    return Unpacked(
+        header, section("buffers_off", layout.BUFFER, header["n_buffers"]), ins[:n_tasks], ins[n_tasks:], queues,
+        section("counters_off", "<u4", header["n_counters"]), data[start:start + header["data_bytes"]],
+    )
