@@ -17,6 +17,12 @@ from vm_cuda.status import KernelFault, KernelTimeout, RunStatus
 from vm_cuda.vm import MegakernelVM
 
 __all__ = [
-    "BuildError", "KernelFault", "KernelTimeout", "MegakernelVM", "PackError", "RefusedProgram", "RunStatus",
+    "BuildError",
+    "KernelFault",
+    "KernelTimeout",
+    "MegakernelVM",
+    "PackError",
+    "RefusedProgram",
+    "RunStatus",
     "pack",
 ]

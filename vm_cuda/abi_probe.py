@@ -50,9 +50,14 @@ def expected_constants() -> dict[str, int]:
     """Every enum constant and macro of ``abi.h`` with the value it must have."""
     major, minor = (int(p) for p in ABI_VERSION.split("."))
     out = {
-        "AMK_MAX_INPUTS": ABI_MAX_INPUTS, "AMK_MAX_OUTPUTS": ABI_MAX_OUTPUTS, "AMK_MAX_WAITS": ABI_MAX_WAITS,
-        "AMK_MAX_RANK": ABI_MAX_RANK, "AMK_ABI_VERSION_MAJOR": major, "AMK_ABI_VERSION_MINOR": minor,
-        "AMK_IMAGE_MAGIC": layout.IMAGE_MAGIC, "AMK_IMAGE_ALIGN": layout.IMAGE_ALIGN,
+        "AMK_MAX_INPUTS": ABI_MAX_INPUTS,
+        "AMK_MAX_OUTPUTS": ABI_MAX_OUTPUTS,
+        "AMK_MAX_WAITS": ABI_MAX_WAITS,
+        "AMK_MAX_RANK": ABI_MAX_RANK,
+        "AMK_ABI_VERSION_MAJOR": major,
+        "AMK_ABI_VERSION_MINOR": minor,
+        "AMK_IMAGE_MAGIC": layout.IMAGE_MAGIC,
+        "AMK_IMAGE_ALIGN": layout.IMAGE_ALIGN,
         "AMK_N_OPCODES": len(InstructionKind),
     }
     for prefix, values in ENUM_PREFIXES.values():
@@ -76,11 +81,18 @@ def _fields(dtype: Any) -> list[str]:
 
 def probe_source() -> str:
     """The probe program: prints one JSON object of sizes, offsets and constants."""
-    lines = ['#include "abi.h"', "#include <cstddef>", "#include <cstdio>", "int main() {",
-             '  std::printf("{\\"records\\": {");']
+    lines = [
+        '#include "abi.h"',
+        "#include <cstddef>",
+        "#include <cstdio>",
+        "int main() {",
+        '  std::printf("{\\"records\\": {");',
+    ]
     for i, (struct, dtype) in enumerate(layout.RECORDS.items()):
         sep = "," if i else ""
-        lines.append(f'  std::printf("{sep}\\"{struct}\\": {{\\"size\\": %zu, \\"fields\\": {{", sizeof({struct}));')
+        lines.append(
+            f'  std::printf("{sep}\\"{struct}\\": {{\\"size\\": %zu, \\"fields\\": {{", sizeof({struct}));'
+        )
         for j, name in enumerate(_fields(dtype)):
             fsep = "," if j else ""
             lines.append(
@@ -104,8 +116,12 @@ def probe() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="amk_probe_") as tmp:
         src, exe = Path(tmp) / "probe.cpp", Path(tmp) / "probe"
         src.write_text(probe_source())
-        built = subprocess.run([cxx, "-std=c++17", "-Wall", "-Werror", "-I", str(SOURCE_DIR), str(src), "-o",
-                                str(exe)], capture_output=True, text=True, check=False)
+        built = subprocess.run(
+            [cxx, "-std=c++17", "-Wall", "-Werror", "-I", str(SOURCE_DIR), str(src), "-o", str(exe)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if built.returncode != 0:
             raise BuildError(f"the ABI probe does not compile:\n{built.stderr[-4000:]}")
         ran = subprocess.run([str(exe)], capture_output=True, text=True, check=True)

@@ -14,8 +14,8 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
+from functools import cache
 from pathlib import Path
 
 from amkspec.ir import AmkspecError
@@ -27,8 +27,13 @@ COMMON_FLAGS = ("-std=c++20", "-x", "c++", "-pthread", "-Wall", "-Wextra", "-Wer
 VARIANTS: dict[str, tuple[str, ...]] = {
     "release": ("-O2",),
     "tsan": ("-O1", "-g", "-fsanitize=thread"),
-    "asan": ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-             "-fno-sanitize-recover=undefined"),
+    "asan": (
+        "-O1",
+        "-g",
+        "-fno-omit-frame-pointer",
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=undefined",
+    ),
 }
 """Build variant → its compiler flags: the normal build and the two sanitizer builds."""
 
@@ -42,7 +47,9 @@ def compiler() -> str:
     for name in (os.environ.get("CXX"), "g++", "clang++"):
         if name and shutil.which(name):
             return name
-    raise BuildError("no C++ compiler found (set $CXX, or install g++ or clang++) for the CPU build of vm_cuda")
+    raise BuildError(
+        "no C++ compiler found for the CPU build of vm_cuda (set $CXX, or install g++ or clang++)"
+    )
 
 
 def kernel_sources() -> list[Path]:
@@ -69,10 +76,14 @@ def _flags(variant: str) -> list[str]:
     return [*COMMON_FLAGS, *VARIANTS[variant], *([] if has_ops() else ["-DAMK_STUB_OPS"])]
 
 
+@cache
+def _version(tool: str) -> str:
+    return subprocess.run([tool, "--version"], capture_output=True, text=True, check=False).stdout
+
+
 def _key(cxx: str, flags: list[str], what: str) -> str:
     h = hashlib.sha256()
-    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout
-    h.update(version.encode())
+    h.update(_version(cxx).encode())
     h.update("\0".join([what, *flags]).encode())
     for f in kernel_sources():
         h.update(f.name.encode())
@@ -105,7 +116,7 @@ def build_library(variant: str = "release") -> Path:
 
 
 def build_driver(variant: str) -> Path:
-    """The standalone driver (``cpu_driver.cpp`` + ``megakernel.cu``) for ``variant``, compiled on first use."""
+    """The standalone driver (``cpu_driver.cpp`` + the kernel) for ``variant``, compiled on first use."""
     cxx = compiler()
     flags = _flags(variant)
     out = cache_root() / "vm_cuda" / _key(cxx, flags, "driver") / f"amk_driver_{variant}"
@@ -119,7 +130,7 @@ NVCC_FLAGS = ("-std=c++17", "-O3", "-cubin", "-Werror", "all-warnings", "-Xptxas
 
 
 def nvcc() -> str | None:
-    """The nvcc executable (``$NVCC``, ``nvcc`` on PATH, ``$CUDA_HOME/bin/nvcc``, /usr/local/cuda), or None."""
+    """The nvcc executable (``$NVCC``, ``nvcc`` on PATH, ``$CUDA_HOME/bin/nvcc``), or None."""
     home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
     for name in (os.environ.get("NVCC"), shutil.which("nvcc"), os.path.join(home, "bin", "nvcc")):
         if name and os.path.exists(name):
@@ -140,21 +151,8 @@ def build_cubin(arch: str) -> tuple[Path, str]:
         cmd = [tool, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "megakernel.cu"), "-o", str(out)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise BuildError(f"nvcc failed for {arch} ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+            raise BuildError(
+                f"nvcc failed for {arch} ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}"
+            )
         log.write_text(proc.stdout + proc.stderr)
     return out, log.read_text()
-
-
-def main() -> int:
-    """``python3 -m vm_cuda.build``: build the CPU library (CI runs this first); exit 2 if it cannot."""
-    try:
-        path = build_library("release")
-    except BuildError as exc:
-        print(f"vm_cuda: {exc}", file=sys.stderr)
-        return 2
-    print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -30,7 +30,7 @@ def aligned_copy(image: Image) -> np.ndarray:
     n = image.data.size
     store = np.zeros(n + layout.IMAGE_ALIGN, dtype=np.uint8)
     start = (-store.ctypes.data) % layout.IMAGE_ALIGN
-    data = store[start:start + n]
+    data = store[start : start + n]
     data[:] = image.data
     return data
 
@@ -64,14 +64,20 @@ class CpuRuntime:
         return data
 
 
-def run_driver(image: Image, variant: str, threads_per_block: int = CPU_THREADS_PER_BLOCK,
-               timeout_s: float = 120.0) -> tuple[np.ndarray, subprocess.CompletedProcess[str]]:
+def run_driver(
+    image: Image, variant: str, threads_per_block: int = CPU_THREADS_PER_BLOCK, timeout_s: float = 120.0
+) -> tuple[np.ndarray, subprocess.CompletedProcess[str]]:
     """Run ``image`` in the standalone driver of ``variant``; the output image bytes and the process."""
     driver = build_driver(variant)
     with tempfile.TemporaryDirectory(prefix="amk_driver_") as tmp:
         src, dst = Path(tmp) / "in.img", Path(tmp) / "out.img"
         src.write_bytes(image.tobytes())
-        proc = subprocess.run([str(driver), str(src), str(dst), str(threads_per_block)],
-                              capture_output=True, text=True, timeout=timeout_s, check=False)
+        proc = subprocess.run(
+            [str(driver), str(src), str(dst), str(threads_per_block)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
         out = np.fromfile(dst, dtype=np.uint8) if dst.exists() else np.zeros(0, dtype=np.uint8)
     return out, proc

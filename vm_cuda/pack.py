@@ -45,8 +45,12 @@ ABI_MAJOR, ABI_MINOR = 0, 2
 """``AMK_ABI_VERSION_MAJOR/MINOR`` (amkspec.ir.ABI_VERSION "0.2")."""
 
 SCRATCH_DTYPES: dict[str, int] = {
-    "float32": DType.F32, "float16": DType.F16, "bfloat16": DType.BF16, "float64": layout.DT_F64,
-    "int8": DType.I8, "int32": DType.I32,
+    "float32": DType.F32,
+    "float16": DType.F16,
+    "bfloat16": DType.BF16,
+    "float64": layout.DT_F64,
+    "int8": DType.I8,
+    "int32": DType.I32,
 }
 """FUSED ``out_dtype`` name → ABI dtype code (amkspec.semantics.fused.SCRATCH_DTYPES' names)."""
 
@@ -118,8 +122,13 @@ class Packer:
     """
 
     def __init__(
-        self, program: MegakernelProgram, *, num_sms: int | None = None, max_blocks: int | None = None,
-        threads_per_block: int | None = None, _unsafe_skip_validation: bool = False,
+        self,
+        program: MegakernelProgram,
+        *,
+        num_sms: int | None = None,
+        max_blocks: int | None = None,
+        threads_per_block: int | None = None,
+        _unsafe_skip_validation: bool = False,
     ) -> None:
         if not _unsafe_skip_validation:
             from amkspec.proofs import validate
@@ -146,7 +155,9 @@ class Packer:
 
     def _index(self, table: Mapping[int, int], ident: Any, what: str, task: Task) -> int:
         if ident not in table:
-            raise PackError(f"task {task.describe()} names {what} {ident!r}, which the program does not declare")
+            raise PackError(
+                f"task {task.describe()} names {what} {ident!r}, which the program does not declare"
+            )
         return table[ident]
 
     def _instructions(self) -> np.ndarray:
@@ -156,8 +167,11 @@ class Packer:
         steps: list[np.ndarray] = []
         for i, task in enumerate(tasks):
             row = self._row(
-                task, task.op, [self._index(self.buf_index, b, "buffer", task) for b in task.inputs],
-                [self._index(self.buf_index, b, "buffer", task) for b in task.outputs], task.params,
+                task,
+                task.op,
+                [self._index(self.buf_index, b, "buffer", task) for b in task.inputs],
+                [self._index(self.buf_index, b, "buffer", task) for b in task.outputs],
+                task.params,
             )
             self._waits(row, task)
             row["out_counter"] = self._index(self.ctr_index, task.out_counter, "counter", task)
@@ -174,8 +188,9 @@ class Packer:
             table[k] = row
         return table
 
-    def _row(self, task: Task, op: InstructionKind, ins: list[int], outs: list[int],
-             params: Mapping[str, Any]) -> np.ndarray:
+    def _row(
+        self, task: Task, op: InstructionKind, ins: list[int], outs: list[int], params: Mapping[str, Any]
+    ) -> np.ndarray:
         if len(ins) > ABI_MAX_INPUTS or len(outs) > ABI_MAX_OUTPUTS:
             raise PackError(f"task {task.describe()} has more operands than the ABI holds")
         row = np.zeros((), dtype=layout.INSTRUCTION)
@@ -190,7 +205,9 @@ class Packer:
 
     def _waits(self, row: np.ndarray, task: Task) -> None:
         if len(task.waits) > ABI_MAX_WAITS:
-            raise PackError(f"task {task.describe()} has {len(task.waits)} waits; the ABI holds {ABI_MAX_WAITS}")
+            raise PackError(
+                f"task {task.describe()} has {len(task.waits)} waits; the ABI holds {ABI_MAX_WAITS}"
+            )
         row["n_waits"] = len(task.waits)
         for k, wait in enumerate(task.waits):
             row["wait_counter"][k] = self._index(self.ctr_index, wait.counter, "counter", task)
@@ -203,8 +220,10 @@ class Packer:
             scratch: dict[int, int] = {}
             out_rows = []
             for step in steps:
-                args = [int(row["inputs"][ref["in"]]) if "in" in ref else scratch[ref["s"]]
-                        for ref in step.get("args", [])]
+                args = [
+                    int(row["inputs"][ref["in"]]) if "in" in ref else scratch[ref["s"]]
+                    for ref in step.get("args", [])
+                ]
                 out = step.get("out", "final")
                 if out in ("final", -1):
                     target = int(row["outputs"][0])
@@ -227,7 +246,9 @@ class Packer:
             if first is None:
                 raise PackError("a FUSED scratch without out_shape needs an argument")
             shape = first[0]
-        code = SCRATCH_DTYPES[step["out_dtype"]] if "out_dtype" in step else (first[1] if first else DType.F32)
+        code = (
+            SCRATCH_DTYPES[step["out_dtype"]] if "out_dtype" in step else (first[1] if first else DType.F32)
+        )
         self.scratch.append(_Scratch(tuple(int(d) for d in shape), int(code)))
         return len(self.program.buffers) + len(self.scratch) - 1
 
@@ -243,7 +264,9 @@ class Packer:
     def _entries(self) -> list[tuple[tuple[int, ...], int, int, int]]:
         """(shape, dtype code, space, kind) of every table entry: program buffers, then scratch."""
         out = [(b.shape, int(b.dtype), int(b.space), int(b.kind)) for b in self.program.buffers]
-        out += [(s.shape, s.code, int(MemSpace.GLOBAL_SCRATCH), int(BufferKind.ACTIVATION)) for s in self.scratch]
+        out += [
+            (s.shape, s.code, int(MemSpace.GLOBAL_SCRATCH), int(BufferKind.ACTIVATION)) for s in self.scratch
+        ]
         return out
 
     def _buffer_table(self) -> tuple[np.ndarray, list[Slot], int]:
@@ -283,8 +306,10 @@ class Packer:
         if pages is None:
             return {}
         return {
-            self.buf_index[bid]: pid for bid, pid in pages.buffer_to_page.items()
-            if bid in self.buf_index and self.program.buffers[self.buf_index[bid]].kind is BufferKind.ACTIVATION
+            self.buf_index[bid]: pid
+            for bid, pid in pages.buffer_to_page.items()
+            if bid in self.buf_index
+            and self.program.buffers[self.buf_index[bid]].kind is BufferKind.ACTIVATION
         }
 
     def _page_bytes(self, pages: Mapping[int, int]) -> dict[int, int]:
@@ -323,7 +348,10 @@ class Packer:
         header["magic"], header["abi_major"], header["abi_minor"] = layout.IMAGE_MAGIC, ABI_MAJOR, ABI_MINOR
         header["num_sms"], header["n_buffers"] = self.num_sms, len(self._slots)
         header["n_counters"], header["n_instructions"], header["n_steps"] = (
-            len(self.program.counters), n_ins, n_steps)
+            len(self.program.counters),
+            n_ins,
+            n_steps,
+        )
         header["threads_per_block"], header["image_bytes"] = self.threads_per_block, cursor
         header["timeout_ns"] = int(timeout_s * 1e9)
         header["data_bytes"] = self._data_bytes
@@ -338,7 +366,9 @@ class Packer:
         starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype("<i4")
         _put(data, offsets["queue_off_off"], starts)
         _put(data, offsets["queue_len_off"], lens)
-        _put(data, offsets["queue_flat_off"], np.array([i for q in self.queues for i in q] or [0], dtype="<i4"))
+        _put(
+            data, offsets["queue_flat_off"], np.array([i for q in self.queues for i in q] or [0], dtype="<i4")
+        )
         counters = np.array([c.init for c in self.program.counters] or [0], dtype="<u4")
         _put(data, offsets["counters_off"], counters)
         for k, buf in enumerate(self.program.buffers):
@@ -350,7 +380,7 @@ class Packer:
             if raw.size != slot.nbytes:
                 raise PackError(f"buffer {buf.name!r}: {raw.size} bytes bound, {slot.nbytes} expected")
             start = offsets["data_off"] + slot.offset
-            data[start:start + slot.nbytes] = raw
+            data[start : start + slot.nbytes] = raw
         return Image(data, offsets["data_off"], self._slots, self.queues)
 
 
@@ -360,7 +390,7 @@ def _bytes_of(buf: Buffer) -> int:
 
 def _put(data: np.ndarray, offset: int, value: np.ndarray) -> None:
     raw = np.ascontiguousarray(value).view(np.uint8).reshape(-1)
-    data[offset:offset + raw.size] = raw
+    data[offset : offset + raw.size] = raw
 
 
 @attrs.define
@@ -381,7 +411,7 @@ class Image:
         src = self.data if data is None else data
         slot = self.slots[index]
         start = self.data_off + slot.offset
-        raw = torch.from_numpy(src[start:start + slot.nbytes].copy())
+        raw = torch.from_numpy(src[start : start + slot.nbytes].copy())
         return raw.view(slot.dtype).reshape(slot.shape)
 
 
@@ -390,13 +420,17 @@ def relocate(data: np.ndarray, base: int) -> None:
     header = data[: layout.HEADER.itemsize].view(layout.HEADER)[0]
     start = int(header["buffers_off"])
     n = int(header["n_buffers"])
-    table = data[start:start + n * layout.BUFFER.itemsize].view(layout.BUFFER)
+    table = data[start : start + n * layout.BUFFER.itemsize].view(layout.BUFFER)
     table["ptr"] += np.uint64(base)
 
 
 def pack(
-    program: MegakernelProgram, bound: Mapping[int, torch.Tensor], *, timeout_s: float = 0.0,
-    num_sms: int | None = None, _unsafe_skip_validation: bool = False,
+    program: MegakernelProgram,
+    bound: Mapping[int, torch.Tensor],
+    *,
+    timeout_s: float = 0.0,
+    num_sms: int | None = None,
+    _unsafe_skip_validation: bool = False,
 ) -> Image:
     """Validate (unless the test-only override is given), then build the image for ``bound``."""
     packer = Packer(program, num_sms=num_sms, _unsafe_skip_validation=_unsafe_skip_validation)
@@ -418,7 +452,7 @@ class Unpacked:
     def storage(self, index: int, nbytes: int) -> np.ndarray:
         """The first ``nbytes`` of table entry ``index``'s storage (ptr must be image-relative)."""
         start = int(self.buffers[index]["ptr"]) - self.header["data_off"]
-        return self.data[start:start + nbytes]
+        return self.data[start : start + nbytes]
 
 
 def unpack(image: bytes | np.ndarray) -> Unpacked:
@@ -427,21 +461,26 @@ def unpack(image: bytes | np.ndarray) -> Unpacked:
     if data.size < layout.HEADER.itemsize:
         raise PackError("an ABI image is at least a header long")
     h = data[: layout.HEADER.itemsize].view(layout.HEADER)[0]
-    header = {name: int(h[name]) for name in layout.HEADER.names}
+    header = {name: int(h[name]) for name in layout.HEADER.names or ()}
     if header["magic"] != layout.IMAGE_MAGIC or header["image_bytes"] != data.size:
         raise PackError("not an ABI image (bad magic or size)")
 
     def section(name: str, dtype: Any, count: int) -> np.ndarray:
         start = header[name]
-        return data[start:start + count * np.dtype(dtype).itemsize].view(dtype)
+        return data[start : start + count * np.dtype(dtype).itemsize].view(dtype)
 
     n_tasks, n_sms = header["n_instructions"], header["num_sms"]
     ins = section("instructions_off", layout.INSTRUCTION, n_tasks + header["n_steps"])
     offs, lens = section("queue_off_off", "<i4", n_sms), section("queue_len_off", "<i4", n_sms)
     flat = section("queue_flat_off", "<i4", max(n_tasks, 1))
-    queues = [[int(i) for i in flat[o:o + n]] for o, n in zip(offs, lens, strict=True)]
+    queues = [[int(i) for i in flat[o : o + n]] for o, n in zip(offs, lens, strict=True)]
     start = header["data_off"]
     return Unpacked(
-        header, section("buffers_off", layout.BUFFER, header["n_buffers"]), ins[:n_tasks], ins[n_tasks:], queues,
-        section("counters_off", "<u4", header["n_counters"]), data[start:start + header["data_bytes"]],
+        header,
+        section("buffers_off", layout.BUFFER, header["n_buffers"]),
+        ins[:n_tasks],
+        ins[n_tasks:],
+        queues,
+        section("counters_off", "<u4", header["n_counters"]),
+        data[start : start + header["data_bytes"]],
     )

@@ -67,7 +67,7 @@ def read_status(data: np.ndarray) -> np.void:
     """The ``amk_status_t`` record of an image."""
     header = data[: layout.HEADER.itemsize].view(layout.HEADER)[0]
     off = int(header["status_off"])
-    return data[off:off + layout.STATUS.itemsize].view(layout.STATUS)[0]
+    return data[off : off + layout.STATUS.itemsize].view(layout.STATUS)[0]
 
 
 def decode(data: np.ndarray, program: MegakernelProgram) -> RunStatus:
@@ -78,8 +78,10 @@ def decode(data: np.ndarray, program: MegakernelProgram) -> RunStatus:
     if abort == layout.ABORT_CODES["TIMEOUT"]:
         task, counter = tasks[int(st["instruction"])], counters[int(st["counter"])]
         value, threshold, sm = int(st["value"]), int(st["threshold"]), int(st["sm"])
-        detail = (f"SM {sm} waited on counter {counter.id} at value {value} (needs >= {threshold}) "
-                  f"before task {task.describe()}")
+        detail = (
+            f"SM {sm} waited on counter {counter.id} at value {value} (needs >= {threshold}) "
+            f"before task {task.describe()}"
+        )
         return RunStatus("TIMEOUT", detail, sm, task.id, counter.id, value, threshold, None, executed)
     if abort == layout.ABORT_CODES["FAULT"]:
         index, code, sm = int(st["instruction"]), int(st["fault_code"]), int(st["sm"])
@@ -88,5 +90,7 @@ def decode(data: np.ndarray, program: MegakernelProgram) -> RunStatus:
         detail = f"task {task.describe()} ({task.op.name}) on SM {sm} faulted with AMK_FAULT_{name} ({code})"
         return RunStatus("FAULT", detail, sm, task.id, None, None, None, code, executed)
     if executed != len(tasks):
-        return RunStatus("FAULT", f"the launch ended after {executed} of {len(tasks)} tasks", executed=executed)
+        return RunStatus(
+            "FAULT", f"the launch ended after {executed} of {len(tasks)} tasks", executed=executed
+        )
     return RunStatus("OK", f"{executed} tasks", executed=executed)

@@ -54,8 +54,14 @@ class MegakernelVM:
     """
 
     def __init__(
-        self, program: MegakernelProgram, backend: Backend = "cpu", *, timeout_s: float = DEFAULT_TIMEOUT_S,
-        threads_per_block: int | None = None, variant: str = "release", _unsafe_skip_validation: bool = False,
+        self,
+        program: MegakernelProgram,
+        backend: Backend = "cpu",
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        threads_per_block: int | None = None,
+        variant: str = "release",
+        _unsafe_skip_validation: bool = False,
     ) -> None:
         from vm_cuda.cpu import CPU_MAX_BLOCKS
 
@@ -63,7 +69,8 @@ class MegakernelVM:
         self.backend = backend
         self.timeout_s = timeout_s
         self.packer = Packer(
-            program, max_blocks=CPU_MAX_BLOCKS if backend == "cpu" else None,
+            program,
+            max_blocks=CPU_MAX_BLOCKS if backend == "cpu" else None,
             _unsafe_skip_validation=_unsafe_skip_validation,
         )
         self.runtime = make_runtime(backend, threads_per_block, variant)
@@ -76,7 +83,10 @@ class MegakernelVM:
         self._kv = {}
 
     def run(
-        self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any] | None = None,
+        self,
+        weights: Mapping[str, Any],
+        inputs: Mapping[str, Any],
+        kv: Mapping[str, Any] | None = None,
     ) -> dict[str, torch.Tensor]:
         """One launch (one forward pass); see the module docstring."""
         state = {**self._kv, **(kv or {})}
