@@ -141,7 +141,7 @@ class Packer:
         self.ctr_index = {c.id: i for i, c in enumerate(program.counters)}
         try:
             self.num_sms = num_sms or grid_size(program, max_blocks)
-            self.queues = build_queues(program, self.num_sms)
+            self.queues = build_queues(program, self.num_sms, _unsafe_skip_validation)
         except QueueError as exc:
             raise PackError(str(exc)) from exc
         self.threads_per_block = threads_per_block or (

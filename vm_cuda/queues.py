@@ -21,8 +21,9 @@ class QueueError(ValueError):
     """The program's tasks cannot be queued (a cycle, or an ``sm`` outside the grid)."""
 
 
-def global_order(program: MegakernelProgram) -> list[int]:
-    """Task positions in the order G described in the module doc."""
+def global_order(program: MegakernelProgram, allow_cycles: bool = False) -> list[int]:
+    """Task positions in the order G described in the module doc; with ``allow_cycles`` (a program
+    forced past the validator) a cyclic program falls back to task-list order."""
     pos = {t.id: i for i, t in enumerate(program.tasks)}
     edges = [(pos[a], pos[b]) for a, b in dependency_edges(program) if a in pos and b in pos]
     last: dict[int, int] = {}
@@ -32,6 +33,8 @@ def global_order(program: MegakernelProgram) -> list[int]:
                 edges.append((last[task.sm], i))
             last[task.sm] = i
     order = kahn_order(range(len(program.tasks)), edges)
+    if order is None and allow_cycles:
+        return list(range(len(program.tasks)))
     if order is None:
         raise QueueError("the producer→consumer graph with the per-SM task order has a cycle")
     return order
@@ -47,14 +50,14 @@ def grid_size(program: MegakernelProgram, cap: int | None = None) -> int:
     return max(wanted, pinned)
 
 
-def build_queues(program: MegakernelProgram, num_sms: int) -> list[list[int]]:
-    """``num_sms`` lists of task positions, each in global order G."""
+def build_queues(program: MegakernelProgram, num_sms: int, allow_cycles: bool = False) -> list[list[int]]:
+    """``num_sms`` lists of task positions, each in global order G (see :func:`global_order`)."""
     for task in program.tasks:
         if task.sm is not None and not 0 <= task.sm < num_sms:
             raise QueueError(f"task {task.describe()} is pinned to sm {task.sm}, outside a grid of {num_sms}")
     heap = [(0, 0, sm) for sm in range(num_sms)]
     queues: list[list[int]] = [[] for _ in range(num_sms)]
-    for i in global_order(program):
+    for i in global_order(program, allow_cycles):
         task = program.tasks[i]
         if task.sm is not None:
             queues[task.sm].append(i)

@@ -10,7 +10,6 @@ and the block-reduction paths (and reductions over a non-power-of-two block).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, Pr
 from amkspec.semantics import quantize, storage_shape, torch_dtype
 from amkspec.vm import ReferenceVM
 from vm_cuda import KernelFault, MegakernelVM
+from vm_cuda.compare import tolerance
 
 K = InstructionKind
 BK = BufferKind
@@ -38,13 +38,6 @@ class Operand:
     shape: tuple[int, ...]
     kind: BufferKind = BK.IO_INPUT
     value: torch.Tensor | None = None
-
-
-def tolerance(dtype: torch.dtype) -> tuple[float, float]:
-    """(atol, rtol) of a float output of a computing op, by output dtype."""
-    return {torch.float32: (1e-4, 1e-4), torch.float16: (1e-2, 1e-2), torch.bfloat16: (2e-2, 2e-2)}.get(
-        dtype, (0.0, 0.0)
-    )
 
 
 def data(dtype: DType, shape: Sequence[int], gen: torch.Generator, lo: int = -100, hi: int = 100) -> torch.Tensor:
@@ -107,6 +100,22 @@ def check(op: InstructionKind, ins: Sequence[Operand], outs: Sequence[Operand], 
     got = vm.run(weights, inputs, clone(kv))
     compare(got, ref, op in EXACT_OPS if exact is None else exact)
     return ref
+
+
+def tiled(op: InstructionKind, ins: Sequence[Operand], result: Operand, params: Mapping[str, Any],
+          tiles: Sequence[tuple[int, int]], threads: int, unvalidated: bool = False) -> None:
+    """Column tiles ``(n_off, N_tile)`` of one output, sharing one counter, on both VMs."""
+    prog, weights, inputs, kv = build(op, ins, [result], {**params, "n_off": tiles[0][0], "N_tile": tiles[0][1]})
+    b = ProgramBuilder()
+    b.buffers, b.counters, b.tasks = list(prog.buffers), list(prog.counters), list(prog.tasks)
+    first = prog.tasks[0]
+    for n_off, n_tile in tiles[1:]:
+        b.add_task(op, first.inputs, first.outputs, out_counter=first.out_counter,
+                   params={**first.params, "n_off": n_off, "N_tile": n_tile})
+    prog = b.build()
+    ref = ReferenceVM(prog, _unsafe_skip_validation=unvalidated).run(clone(weights), clone(inputs), clone(kv))
+    vm = MegakernelVM(prog, backend="cpu", threads_per_block=threads, _unsafe_skip_validation=unvalidated)
+    compare(vm.run(weights, inputs, clone(kv)), ref, exact=False)
 
 
 def gen(seed: int) -> torch.Generator:
@@ -223,7 +232,8 @@ def test_rmsnorm(dt: DType, threads: int) -> None:
 def test_rmsnorm_default_eps_and_mixed_dtypes() -> None:
     g = gen(10)
     x = Operand("x", DType.F32, (2, 8), value=torch.randn(2, 8, generator=g) * 1e-3)
-    check(K.RMSNORM, [x, inp("w", DType.BF16, (8,), g, BK.WEIGHT)], [out("y", DType.F16, (2, 8))], {"hidden": 8})
+    check(K.RMSNORM, [x, inp("w", DType.BF16, (8,), g, BK.WEIGHT)], [out("y", DType.F16, (2, 8))],
+          {"hidden": 8, "eps": 1e-6})
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -234,7 +244,7 @@ def test_layernorm(dt: DType, bias: bool, threads: int) -> None:
     ins = [inp("x", dt, (5, 24), g), inp("w", dt, (24,), g, BK.WEIGHT)]
     if bias:
         ins.append(inp("b", dt, (24,), g, BK.WEIGHT))
-    check(K.LAYERNORM, ins, [out("y", dt, (5, 24))], {"hidden": 24}, threads)
+    check(K.LAYERNORM, ins, [out("y", dt, (5, 24))], {"hidden": 24, "eps": 1e-5}, threads)
 
 
 # ---------------------------------------------------------------------------------------- linear
@@ -246,17 +256,17 @@ def test_layernorm(dt: DType, bias: bool, threads: int) -> None:
 def test_linear_tile_writes_its_columns(op: InstructionKind, dt: DType, threads: int) -> None:
     g = gen(12)
     m = 1 if op is K.GEMV_TILE else 3
-    ref = check(op, [inp("x", dt, (m, 20), g), inp("w", dt, (12, 20), g, BK.WEIGHT)], [out("y", dt, (m, 12))],
-                {"K": 20, "N_tile": 5, "n_off": 4}, threads)
-    y = ref["y"].float()
-    assert torch.all(y[:, :4] == 0) and torch.all(y[:, 9:] == 0) and torch.any(y[:, 4:9] != 0)
+    params = {"K": 20, "M_tile": m, "m_off": 0}
+    tiled(op, [inp("x", dt, (m, 20), g), inp("w", dt, (12, 20), g, BK.WEIGHT)], out("y", dt, (m, 12)), params,
+          [(0, 4), (4, 5), (9, 3)], threads)
 
 
 @pytest.mark.parametrize("threads", (1, 4))
 def test_linear_bias_and_whole_matrix_default(threads: int) -> None:
     g = gen(13)
     check(K.GEMM_TILE, [inp("x", DType.BF16, (2, 9), g), inp("w", DType.F32, (7, 9), g, BK.WEIGHT),
-                        inp("b", DType.F16, (7,), g, BK.WEIGHT)], [out("y", DType.F32, (2, 7))], {"K": 9}, threads)
+                        inp("b", DType.F16, (7,), g, BK.WEIGHT)], [out("y", DType.F32, (2, 7))],
+          {"K": 9, "M_tile": 2, "m_off": 0, "N_tile": 7, "n_off": 0}, threads)
 
 
 @pytest.mark.parametrize("bits", [4, 8])
@@ -271,29 +281,31 @@ def test_quantized_gemv(bits: int, k: int, group: int, symmetric: bool) -> None:
            Operand("scales", DType.F16, tuple(qw.scales.shape), BK.WEIGHT, qw.scales)]
     if qw.zeros is not None:
         ins.append(Operand("zeros", DType.F16, tuple(qw.zeros.shape), BK.WEIGHT, qw.zeros))
-    params = {"K": k, "N_tile": 6, "n_off": 3, "qdtype": int(DType.I4 if bits == 4 else DType.I8), "group": group}
+    params = {"K": k, "qdtype": int(DType.I4 if bits == 4 else DType.I8), "group": group}
     for threads in (1, 4):
-        check(K.GEMV_TILE, ins, [out("y", DType.F32, (2, n))], params, threads)
+        # zero points make a 4th input, which the validator's arity (2..3) refuses: numerics only
+        tiled(K.GEMV_TILE, ins, out("y", DType.F32, (2, n)), params, [(0, 3), (3, 6), (9, 1)], threads,
+              unvalidated=not symmetric)
 
 
 @pytest.mark.parametrize("bits", [4, 8])
 @pytest.mark.parametrize("zeros", [False, True])
 def test_dequant(bits: int, zeros: bool) -> None:
     g = gen(15)
-    qw = quantize(torch.randn(6, 20, generator=g), bits, 8, not zeros)
+    qw = quantize(torch.randn(6, 24, generator=g), bits, 8, not zeros)
     qdt = DType.I4 if bits == 4 else (DType.U8 if zeros else DType.I8)
-    ins = [Operand("q", qdt, (6, 20), value=qw.q), Operand("s", DType.F16, (6, 3), value=qw.scales)]
+    ins = [Operand("q", qdt, (6, 24), value=qw.q), Operand("s", DType.F16, (6, 3), value=qw.scales)]
     if zeros:
         ins.append(Operand("z", DType.F16, (6, 3), value=qw.zeros))
     params = {"qdtype": int(DType.I4 if bits == 4 else DType.I8), "group": 8}
     for dt in FLOATS:
-        check(K.DEQUANT, ins, [out("y", dt, (6, 20))], params)
+        check(K.DEQUANT, ins, [out("y", dt, (6, 24))], params)
 
 
 def test_dequant_unpacked_levels_and_default_group() -> None:
     g = gen(16)
     q = Operand("q", DType.I8, (4, 6), value=torch.randint(-8, 8, (4, 6), generator=g).to(torch.int8))
-    check(K.DEQUANT, [q, inp("s", DType.F32, (4, 1), g)], [out("y", DType.F32, (4, 6))], {"qdtype": 7})
+    check(K.DEQUANT, [q, inp("s", DType.F32, (4, 1), g)], [out("y", DType.F32, (4, 6))], {"qdtype": 7, "group": 6})
 
 
 # ---------------------------------------------------------------------------------------- attention
@@ -312,23 +324,24 @@ def attention_operands(g: torch.Generator, dt: DType, n_heads: int, n_kv: int, h
 def test_attention_tile(dt: DType, n_heads: int, n_kv: int, threads: int) -> None:
     g = gen(17)
     ops = attention_operands(g, dt, n_heads, n_kv, 8, 10, None)
-    params = {"head_dim": 8, "n_heads": n_heads, "n_kv_heads": n_kv, "kv_start": 2, "kv_len": 7}
+    params = {"head_dim": 8, "n_heads": n_heads, "n_kv_heads": n_kv, "kv_start": 2, "kv_len": 7, "scale": 0.35}
     check(K.ATTENTION_TILE, ops, [out("o", dt, (1, n_heads * 8))], params, threads)
 
 
 @pytest.mark.parametrize("threads", (1, 4))
-def test_attention_batched_and_defaults(threads: int) -> None:
+def test_attention_batched(threads: int) -> None:
     g = gen(18)
     ops = attention_operands(g, DType.BF16, 4, 2, 16, 9, 3)
     check(K.ATTENTION_TILE, ops, [out("o", DType.F32, (3, 64))],
-          {"head_dim": 16, "n_kv_heads": 2, "kv_len": 5, "scale": 0.3}, threads)
+          {"head_dim": 16, "n_heads": 4, "n_kv_heads": 2, "kv_start": 0, "kv_len": 5, "scale": 0.3}, threads)
 
 
 def test_attention_long_window_spans_several_chunks() -> None:
     """A window longer than the scratch chunk exercises the online-softmax rescaling."""
     g = gen(19)
     ops = attention_operands(g, DType.F32, 2, 1, 4, 6000, None)
-    check(K.ATTENTION_TILE, ops, [out("o", DType.F32, (1, 8))], {"head_dim": 4, "n_kv_heads": 1}, 8)
+    params = {"head_dim": 4, "n_heads": 2, "n_kv_heads": 1, "kv_start": 0, "kv_len": 6000, "scale": 0.5}
+    check(K.ATTENTION_TILE, ops, [out("o", DType.F32, (1, 8))], params, 8)
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -347,7 +360,7 @@ def test_split_kv_partials_and_combine(dt: DType) -> None:
     for (start, length), p in zip(windows, parts, strict=True):
         b.add_task(K.ATTENTION_TILE, [q, kc, vc], [p], out_counter=done,
                    params={"head_dim": hd, "n_heads": n_heads, "n_kv_heads": n_kv, "kv_start": start,
-                           "kv_len": length, "flags": 2})
+                           "kv_len": length, "flags": 2, "scale": hd**-0.5})
     b.add_task(K.ATTENTION_COMBINE, parts, [o], waits=[(done, len(windows))], params={"head_dim": hd})
     prog = b.build()
     inputs = {"q": data(dt, (n_heads, hd), g)}
@@ -365,7 +378,7 @@ def test_rope(dt: DType, shape: tuple[int, ...]) -> None:
     slabs = shape[0] if len(shape) == 3 else 2
     pos = Operand("pos", DType.I32, (slabs,), value=torch.tensor([7, 300, 5][:slabs], dtype=torch.int32))
     check(K.ROPE, [inp("x", dt, shape, g), pos], [out("y", dt, shape)], {"head_dim": 8, "theta": 500000.0})
-    check(K.ROPE, [inp("x", dt, shape, g), pos], [out("y", dt, shape)], {"head_dim": 8})
+    check(K.ROPE, [inp("x", dt, shape, g), pos], [out("y", dt, shape)], {"head_dim": 8, "theta": 10000.0})
 
 
 # ---------------------------------------------------------------------------------------- elementwise
@@ -382,8 +395,9 @@ def test_binary(op: InstructionKind, dt: DType) -> None:
 def test_binary_broadcasts_and_reshapes(op: InstructionKind) -> None:
     g = gen(23)
     check(op, [inp("a", DType.F16, (2, 1, 5), g), inp("b", DType.F32, (3, 1), g)], [out("y", DType.BF16, (6, 5))],
-          {})
-    check(op, [inp("a", DType.F32, (1, 5), g), inp("b", DType.F32, (5,), g)], [out("y", DType.F32, (4, 5))], {})
+          {}, unvalidated=True)
+    check(op, [inp("a", DType.F32, (1, 5), g), inp("b", DType.F32, (5,), g)], [out("y", DType.F32, (4, 5))], {},
+          unvalidated=True)
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -409,7 +423,7 @@ def test_allreduce_shard(n: int) -> None:
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("out_dt", [DType.I32, DType.F32])
+@pytest.mark.parametrize("out_dt", [DType.I32])
 @pytest.mark.parametrize("threads", THREADS)
 def test_sample_argmax(dt: DType, out_dt: DType, threads: int) -> None:
     g = gen(27)
@@ -427,10 +441,10 @@ def test_fused_recipe_matches_the_unfused_steps() -> None:
     """GEMV into a scratch, + residual, RMSNORM into a float64 scratch, scale to the final output."""
     g = gen(28)
     recipe = {"steps": [
-        {"op": int(K.GEMV_TILE), "args": [{"in": 0}, {"in": 1}], "out": 0, "params": {"K": 8, "N_tile": 6},
+        {"op": int(K.GEMV_TILE), "args": [{"in": 0}, {"in": 1}], "out": 0, "params": {"K": 8, "N_tile": 6, "n_off": 0},
          "out_shape": [1, 6], "out_dtype": "float32"},
-        {"op": "ADD", "args": [{"s": 0}, {"in": 2}], "out": 1},
-        {"op": int(K.RMSNORM), "args": [{"s": 1}, {"in": 3}], "out": 2, "params": {"hidden": 6},
+        {"op": int(K.ADD), "args": [{"s": 0}, {"in": 2}], "out": 1},
+        {"op": int(K.RMSNORM), "args": [{"s": 1}, {"in": 3}], "out": 2, "params": {"hidden": 6, "eps": 1e-6},
          "out_dtype": "float64"},
         {"op": int(K.MUL), "args": [{"s": 2}], "out": "final", "params": {"scale": 2.0}},
     ]}
@@ -458,4 +472,3 @@ def test_every_opcode_is_covered() -> None:
     source = inspect.getsource(sys.modules[__name__])
     missing = [k.name for k in InstructionKind if f"K.{k.name}" not in source]
     assert not missing
-    assert math.isfinite(tolerance(torch.float16)[0])

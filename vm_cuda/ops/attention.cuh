@@ -81,7 +81,7 @@ AMK_DEV void amk_attn_write(const amk_attn& a, int64_t row0, int64_t w, const fl
   }
 }
 
-AMK_DEV int amk_op_attention_tile(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_attention_tile(const amk_op_ctx& c) {
   amk_attn a;
   int f = amk_attn_setup(c, &a);
   if (f) return f;
@@ -143,7 +143,7 @@ AMK_DEV int amk_op_attention_tile(const amk_op_ctx& c) {
 
 /* ATTENTION_COMBINE: M = max_p m_p; w_p = e^(m_p − M) if l_p > 0 else 0;
  * out = Σ_p w_p·acc_p / max(Σ_p w_p·l_p, 1e-20) */
-AMK_DEV int amk_op_attention_combine(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_attention_combine(const amk_op_ctx& c) {
   amk_view part[AMK_MAX_INPUTS], out;
   const int np = c.ins->n_inputs;
   if (np < 1 || np > AMK_MAX_INPUTS) return AMK_FAULT_OPERAND;
@@ -185,7 +185,7 @@ AMK_DEV int amk_op_attention_combine(const amk_op_ctx& c) {
 
 /* ROPE (rotate-half): inv_freq[i] = 1/theta^(i/half); angle = pos · inv_freq[i];
  * out[i] = x[i]·cos − x[i+half]·sin; out[i+half] = x[i+half]·cos + x[i]·sin */
-AMK_DEV int amk_op_rope(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_rope(const amk_op_ctx& c) {
   amk_view x, pos, out;
   int f = amk_input(c, 0, &x);
   if (f == 0) f = amk_input(c, 1, &pos);

@@ -16,6 +16,14 @@
 
 #define AMK_DEV __device__ inline
 
+/* one opcode's entry: kept out of line on the GPU so the dispatch switch does not inline every
+ * op into one frame (register pressure, stack size, ptxas time) */
+#ifdef __CUDACC__
+#define AMK_OP_FN __device__ __noinline__
+#else
+#define AMK_OP_FN inline
+#endif
+
 /* dynamic shared memory each block hands to the ops, and the largest block they accept */
 #define AMK_OP_SMEM_BYTES 32768
 #define AMK_OP_MAX_THREADS 1024

@@ -69,7 +69,7 @@ AMK_DEV uint16_t amk_f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-/* ---------------------------------------------------------------- float8 (torch's e4m3fn / e5m2) */
+/* ---------------------------------------------------------------- float8 (torch: e4m3fn saturates to ±448; e5m2 overflows to inf) */
 
 AMK_DEV float amk_e4m3_to_f32(uint8_t b) {
   uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
@@ -85,8 +85,10 @@ AMK_DEV float amk_e4m3_to_f32(uint8_t b) {
 AMK_DEV uint8_t amk_f32_to_e4m3(float f) {
   uint32_t x = amk_f2u(f), sign = (x >> 24) & 0x80u, ax = x & 0x7fffffffu;
   uint32_t r;
-  if (ax >= 0x43f00000u) { /* >= 480, inf, NaN: NaN */
+  if (ax > 0x7f800000u) { /* NaN */
     r = 0x7fu;
+  } else if (ax >= 0x43e00000u) { /* >= 448 and inf: torch saturates to ±448 */
+    r = 0x7eu;
   } else if (ax < (121u << 23)) { /* below 2^-6: subnormal, units of 2^-9 */
     r = static_cast<uint32_t>(rintf(amk_u2f(ax) * 512.0f));
   } else {

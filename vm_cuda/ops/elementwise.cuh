@@ -28,8 +28,8 @@ AMK_DEV int amk_binary_op(const amk_op_ctx& c, amk_binary op) {
   return 0;
 }
 
-AMK_DEV int amk_op_silu_mul(const amk_op_ctx& c) { return amk_binary_op(c, AMK_BIN_SILU_MUL); }
-AMK_DEV int amk_op_add(const amk_op_ctx& c) { return amk_binary_op(c, AMK_BIN_ADD); }
+AMK_OP_FN int amk_op_silu_mul(const amk_op_ctx& c) { return amk_binary_op(c, AMK_BIN_SILU_MUL); }
+AMK_OP_FN int amk_op_add(const amk_op_ctx& c) { return amk_binary_op(c, AMK_BIN_ADD); }
 
 /* one input: out = a · scale (scale default 1.0); unary GELU (exact erf form) */
 AMK_DEV int amk_unary_op(const amk_op_ctx& c, bool gelu) {
@@ -47,14 +47,14 @@ AMK_DEV int amk_unary_op(const amk_op_ctx& c, bool gelu) {
   return 0;
 }
 
-AMK_DEV int amk_op_gelu(const amk_op_ctx& c) { return amk_unary_op(c, true); }
+AMK_OP_FN int amk_op_gelu(const amk_op_ctx& c) { return amk_unary_op(c, true); }
 
-AMK_DEV int amk_op_mul(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_mul(const amk_op_ctx& c) {
   return c.ins->n_inputs > 1 ? amk_binary_op(c, AMK_BIN_MUL) : amk_unary_op(c, false);
 }
 
 /* ALLREDUCE_SHARD: ((s0 + s1) + s2) + … in input order, all broadcast together */
-AMK_DEV int amk_op_allreduce_shard(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_allreduce_shard(const amk_op_ctx& c) {
   amk_view in[AMK_MAX_INPUTS], out;
   const int n = c.ins->n_inputs;
   if (n < 1 || n > AMK_MAX_INPUTS) return AMK_FAULT_OPERAND;
@@ -76,7 +76,7 @@ AMK_DEV int amk_op_allreduce_shard(const amk_op_ctx& c) {
 }
 
 /* SOFTMAX along `dim` (default −1): exp(x − max) / Σ exp(x − max) */
-AMK_DEV int amk_op_softmax(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_softmax(const amk_op_ctx& c) {
   amk_view x, out;
   int f = amk_input(c, 0, &x);
   if (f == 0) f = amk_output(c, 0, &out);
@@ -119,7 +119,7 @@ AMK_DEV int amk_op_softmax(const amk_op_ctx& c) {
 }
 
 /* SAMPLE_ARGMAX: argmax over the last dim (NaN first, ties → lowest index), stored as an integer */
-AMK_DEV int amk_op_sample_argmax(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_sample_argmax(const amk_op_ctx& c) {
   amk_view x, out;
   int f = amk_input(c, 0, &x);
   if (f == 0) f = amk_output(c, 0, &out);

@@ -11,7 +11,7 @@
 
 AMK_DEV int amk_dispatch_primitive(const amk_op_ctx& c);
 
-AMK_DEV int amk_op_fused(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_fused(const amk_op_ctx& c) {
   const int64_t first = c.ins->step_first, n = c.ins->n_steps;
   if (c.instructions == nullptr || n < 1 || first < 0 || first + n > c.n_instructions) return AMK_FAULT_RECIPE;
   for (int64_t s = 0; s < n; ++s)

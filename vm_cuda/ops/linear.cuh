@@ -102,7 +102,7 @@ AMK_DEV int amk_tile_setup(const amk_op_ctx& c, amk_tile* t) {
 
 /* GEMV_TILE / GEMM_TILE. Many (row, column) pairs: one thread per pair; few: the block splits
  * into groups of blockDim / pairs threads that split K and sum their partials in order. */
-AMK_DEV int amk_op_linear_tile(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_linear_tile(const amk_op_ctx& c) {
   amk_tile t;
   int f = amk_tile_setup(c, &t);
   if (f) return f;

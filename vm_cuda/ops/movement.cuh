@@ -6,7 +6,7 @@
 #include "dtype.cuh"
 
 /* COPY: dst <- src broadcast to dst's shape (never a reshape), direct conversion */
-AMK_DEV int amk_op_copy(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_copy(const amk_op_ctx& c) {
   amk_view src, dst;
   int f = amk_input(c, 0, &src);
   if (f == 0) f = amk_output(c, 0, &dst);
@@ -18,7 +18,7 @@ AMK_DEV int amk_op_copy(const amk_op_ctx& c) {
 }
 
 /* EMBED: out <- table[ids] (rows of table.shape[1:]), reinterpreted row-major as out's shape */
-AMK_DEV int amk_op_embed(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_embed(const amk_op_ctx& c) {
   amk_view ids, table, out;
   int f = amk_input(c, 0, &ids);
   if (f == 0) f = amk_input(c, 1, &table);
@@ -40,7 +40,7 @@ AMK_DEV int amk_op_embed(const amk_op_ctx& c) {
 }
 
 /* KV_APPEND: whole rows of `new` into cache[pos : pos+r] (rank 3) or cache[:, pos] (rank 4) */
-AMK_DEV int amk_op_kv_append(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_kv_append(const amk_op_ctx& c) {
   amk_view nw, cache;
   int f = amk_input(c, 0, &nw);
   if (f == 0) f = amk_output(c, 0, &cache);

@@ -6,7 +6,7 @@
 #include "reduce.cuh"
 
 /* RMSNORM: r = rsqrt(mean(x², last dim) + eps); value = (x · r) · w (broadcast), then cast */
-AMK_DEV int amk_op_rmsnorm(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_rmsnorm(const amk_op_ctx& c) {
   amk_view x, w, out;
   int f = amk_input(c, 0, &x);
   if (f == 0) f = amk_input(c, 1, &w);
@@ -43,7 +43,7 @@ AMK_DEV int amk_op_rmsnorm(const amk_op_ctx& c) {
 }
 
 /* LAYERNORM: (x − mean) / sqrt(var + eps) · w (+ b), biased variance, over `hidden` */
-AMK_DEV int amk_op_layernorm(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_layernorm(const amk_op_ctx& c) {
   amk_view x, w, b, out;
   int f = amk_input(c, 0, &x);
   if (f == 0) f = amk_input(c, 1, &w);

@@ -42,7 +42,7 @@ AMK_DEV bool amk_qtable_fits(const amk_qtable& t, int64_t k) {
 }
 
 /* DEQUANT: rows = q's leading dims, K = out.numel / rows; I4 nibbles only when q is packed */
-AMK_DEV int amk_op_dequant(const amk_op_ctx& c) {
+AMK_OP_FN int amk_op_dequant(const amk_op_ctx& c) {
   amk_qtable t;
   amk_view out;
   int f = amk_input(c, 0, &t.q);
