@@ -44,6 +44,7 @@ class CpuRuntime:
         self.lib.amk_cpu_launch.argtypes = [ctypes.c_void_p, ctypes.c_int]
         self.lib.amk_cpu_launch.restype = ctypes.c_int
         self.threads_per_block = threads_per_block
+        self.max_blocks = CPU_MAX_BLOCKS
         self._check_abi()
 
     def _check_abi(self) -> None:

@@ -104,6 +104,7 @@ class CudaRuntime:
             self.smem_bytes = CTL_BYTES + op_smem_bytes()
             self.sm_count = self.device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
             self._function = self._driver_function()
+            self.max_blocks = self.max_coresident_blocks()
         finally:
             self.context.pop()
 
@@ -143,7 +144,7 @@ class CudaRuntime:
         grid = len(image.queues)
         self.context.push()
         try:
-            limit = self.max_coresident_blocks()
+            limit = self.max_blocks
             if grid > limit:
                 raise CudaUnavailable(
                     f"{grid} blocks cannot all be co-resident on {self.device.name()} (at most {limit} with "

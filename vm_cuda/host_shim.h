@@ -1,7 +1,7 @@
 /* CPU build of the CUDA megakernel (spec §8.6): maps the CUDA constructs the kernel and the
  * opcodes use onto C++ threads, barriers and atomics. Included only when __CUDACC__ is not
  * defined (g++ / clang++, C++20). One std::thread per CUDA thread; the threads of one block
- * share a std::barrier (__syncthreads) and a heap scratch area (the block's dynamic shared
+ * share a futex-backed barrier (__syncthreads) and a heap scratch area (the block's dynamic shared
  * memory); every block of the grid runs at once, as under a cooperative launch.
  *
  * Atomics use the __atomic builtins with sequentially consistent order, so ThreadSanitizer
@@ -12,7 +12,6 @@
 #define AMK_HOST_SHIM_H
 #ifndef __CUDACC__
 
-#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +21,11 @@
 #include <memory>
 #include <thread>
 #include <vector>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #define __global__
 #define __device__
@@ -39,10 +43,45 @@ struct dim3 {
 
 namespace amk_host {
 
+/* The barrier of one block (__syncthreads). Its only shared state is its own two atomics (no
+ * global waiter table, unlike std::barrier), so ThreadSanitizer sees no happens-before edge
+ * between blocks that the protocol does not create. Waiters spin briefly, then sleep on a futex. */
+class BlockBarrier {
+ public:
+  explicit BlockBarrier(unsigned n) : n_(n) {}
+  void arrive_and_wait() {
+    const unsigned gen = __atomic_load_n(&gen_, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&count_, 1u, __ATOMIC_ACQ_REL) == n_) {
+      __atomic_store_n(&count_, 0u, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&gen_, 1u, __ATOMIC_RELEASE);
+      wake();
+      return;
+    }
+    for (unsigned spins = 0; __atomic_load_n(&gen_, __ATOMIC_ACQUIRE) == gen; ++spins) {
+      if (spins < 64)
+        std::this_thread::yield();
+      else
+        sleep(gen);
+    }
+  }
+
+ private:
+#ifdef __linux__
+  void wake() { syscall(SYS_futex, &gen_, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0); }
+  void sleep(unsigned gen) { syscall(SYS_futex, &gen_, FUTEX_WAIT_PRIVATE, gen, nullptr, nullptr, 0); }
+#else
+  void wake() {}
+  void sleep(unsigned) { std::this_thread::yield(); }
+#endif
+  const unsigned n_;
+  unsigned count_ = 0;
+  unsigned gen_ = 0;
+};
+
 /* What one emulated CUDA thread knows about itself. */
 struct ThreadState {
   dim3 threadIdx, blockIdx, blockDim, gridDim;
-  std::barrier<>* block_barrier = nullptr;
+  BlockBarrier* block_barrier = nullptr;
   unsigned char* block_smem = nullptr;
 };
 
@@ -55,9 +94,9 @@ template <class Kernel>
 void launch(unsigned grid, unsigned block, size_t smem_bytes, const std::function<bool(unsigned)>& active,
             Kernel kernel) {
   struct Block {
-    std::barrier<> bar;
+    BlockBarrier bar;
     std::vector<unsigned char> smem;
-    Block(unsigned n, size_t bytes) : bar(static_cast<std::ptrdiff_t>(n)), smem(bytes + 16, 0) {}
+    Block(unsigned n, size_t bytes) : bar(n), smem(bytes + 16, 0) {}
   };
   std::vector<std::unique_ptr<Block>> blocks;
   std::vector<std::thread> threads;
@@ -94,8 +133,23 @@ inline int64_t now_ns() {
 #define gridDim (::amk_host::tls.gridDim)
 
 inline void __syncthreads() { ::amk_host::tls.block_barrier->arrive_and_wait(); }
+#if defined(__SANITIZE_THREAD__)
+#define AMK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AMK_TSAN 1
+#endif
+#endif
+#ifdef AMK_TSAN
+/* ThreadSanitizer cannot model standalone fences. Every atomic of this shim is a sequentially
+ * consistent RMW, so the release the protocol needs is carried by the atomicAdd that follows the
+ * fence; TSan checks exactly that pairing (fence + relaxed atomicAdd is the GPU's form). */
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+#else
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
 inline void __nanosleep(unsigned ns) {
   if (ns < 1000)
     std::this_thread::yield();

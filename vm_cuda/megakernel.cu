@@ -2,7 +2,7 @@
  *
  * For each instruction of its queue, block b:
  *   1. thread 0 polls the abort word, then waits until every wait holds: counters are read
- *      with a device-scope atomic RMW (atomicAdd(c, 0): an acquire that cannot be hoisted);
+ *      with device-scope acquire loads (ld.acquire.gpu; __atomic_load_n(ACQUIRE) on the CPU);
  *      AMK_SPIN_BUSY_ITERS busy spins, then __nanosleep back-off doubling from
  *      AMK_BACKOFF_MIN_NS to AMK_BACKOFF_MAX_NS; every 64 spins it polls the abort word and the
  *      watchdog (a wait longer than timeout_ns claims the abort word with TIMEOUT and records
@@ -86,9 +86,24 @@ inline unsigned char* amk_block_smem() { return ::amk_host::tls.block_smem; }
 inline int64_t amk_now_ns() { return ::amk_host::now_ns(); }
 #endif
 
-/* acquire read of a word other blocks write (non-hoistable device-scope RMW) */
-__device__ inline uint32_t amk_acquire(amk_counter_t* c) { return atomicAdd(c, 0u); }
-__device__ inline int amk_acquire_int(int32_t* p) { return atomicAdd(reinterpret_cast<int*>(p), 0); }
+/* Acquire load of a word other blocks write: a device-scope ld.acquire (never hoisted out of the
+ * spin). A load, not an RMW, so it publishes nothing of the waiter's own: under ThreadSanitizer
+ * the only happens-before edges between blocks are the protocol's release/acquire pairs. */
+#ifdef __CUDACC__
+__device__ inline uint32_t amk_acquire(const amk_counter_t* c) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
+  return v;
+}
+__device__ inline int amk_acquire_int(const int32_t* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+#else
+inline uint32_t amk_acquire(const amk_counter_t* c) { return __atomic_load_n(c, __ATOMIC_ACQUIRE); }
+inline int amk_acquire_int(const int32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+#endif
 
 /* the first block to stop the launch claims the abort word and alone fills the detail */
 __device__ inline bool amk_claim(amk_status_t* st, int reason) {

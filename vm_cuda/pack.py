@@ -115,10 +115,22 @@ def _opcode(value: Any) -> InstructionKind:
     return InstructionKind(int(value))
 
 
+def refuse_rejected(program: MegakernelProgram, validation: Any = None) -> Any:
+    """``validate(program)`` (or the given result of it); :class:`RefusedProgram` if it rejects."""
+    if validation is None:
+        from amkspec.proofs import validate
+
+        validation = validate(program)
+    if not validation.ok:
+        raise RefusedProgram(validation)
+    return validation
+
+
 class Packer:
     """Everything about a program's image that does not depend on the bound tensors.
 
-    Build once per program (it validates), then :meth:`image` per launch.
+    Build once per program (it validates, unless given the ``validation`` result the caller
+    already has), then :meth:`image` per launch.
     """
 
     def __init__(
@@ -128,14 +140,11 @@ class Packer:
         num_sms: int | None = None,
         max_blocks: int | None = None,
         threads_per_block: int | None = None,
+        validation: Any = None,
         _unsafe_skip_validation: bool = False,
     ) -> None:
         if not _unsafe_skip_validation:
-            from amkspec.proofs import validate
-
-            result = validate(program)
-            if not result.ok:
-                raise RefusedProgram(result)
+            refuse_rejected(program, validation)
         self.program = program
         self.buf_index = {b.id: i for i, b in enumerate(program.buffers)}
         self.ctr_index = {c.id: i for i, c in enumerate(program.counters)}

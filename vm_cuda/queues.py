@@ -40,13 +40,14 @@ def global_order(program: MegakernelProgram, allow_cycles: bool = False) -> list
     return order
 
 
-def grid_size(program: MegakernelProgram, cap: int | None = None) -> int:
-    """Blocks to launch: the target's SM count (capped at ``cap``), never fewer than the pinned SMs need."""
+def grid_size(program: MegakernelProgram, max_blocks: int | None = None) -> int:
+    """Blocks to launch: the target's SM count (else ``max_blocks``, else 1) capped at ``max_blocks``,
+    never fewer than the highest pinned SM needs."""
     pinned = max((t.sm + 1 for t in program.tasks if t.sm is not None), default=1)
     target = program.target.num_sms if program.target is not None else 0
-    wanted = max(1, target or pinned)
-    if cap is not None:
-        wanted = min(wanted, cap)
+    wanted = target or max_blocks or 1
+    if max_blocks is not None:
+        wanted = min(wanted, max_blocks)
     return max(wanted, pinned)
 
 

@@ -17,7 +17,7 @@ import torch
 from amkspec.ir import BufferKind, MegakernelProgram
 from amkspec.ir.graph import writers_by_buffer
 from amkspec.vm.binding import bind
-from vm_cuda.pack import Image, Packer
+from vm_cuda.pack import Image, Packer, refuse_rejected
 from vm_cuda.status import KernelFault, KernelTimeout, RunStatus, decode
 
 Backend = Literal["cpu", "cuda"]
@@ -27,6 +27,9 @@ DEFAULT_TIMEOUT_S = 10.0
 
 class Runtime(Protocol):
     """A backend: runs an image to completion and returns its bytes afterwards."""
+
+    max_blocks: int
+    """The most blocks one launch may have (all co-resident)."""
 
     def launch(self, image: Image) -> np.ndarray: ...
 
@@ -63,17 +66,15 @@ class MegakernelVM:
         variant: str = "release",
         _unsafe_skip_validation: bool = False,
     ) -> None:
-        from vm_cuda.cpu import CPU_MAX_BLOCKS
-
         self.program = program
         self.backend = backend
         self.timeout_s = timeout_s
+        self.validation = None if _unsafe_skip_validation else refuse_rejected(program)
+        self.runtime = make_runtime(backend, threads_per_block, variant)
         self.packer = Packer(
-            program,
-            max_blocks=CPU_MAX_BLOCKS if backend == "cpu" else None,
+            program, max_blocks=self.runtime.max_blocks, validation=self.validation,
             _unsafe_skip_validation=_unsafe_skip_validation,
         )
-        self.runtime = make_runtime(backend, threads_per_block, variant)
         self.last_status: RunStatus | None = None
         self._written = set(writers_by_buffer(program))
         self._kv: dict[str, torch.Tensor] = {}

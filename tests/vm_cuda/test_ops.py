@@ -40,7 +40,9 @@ class Operand:
     value: torch.Tensor | None = None
 
 
-def data(dtype: DType, shape: Sequence[int], gen: torch.Generator, lo: int = -100, hi: int = 100) -> torch.Tensor:
+def data(
+    dtype: DType, shape: Sequence[int], gen: torch.Generator, lo: int = -100, hi: int = 100
+) -> torch.Tensor:
     """Random storage for a buffer: normal floats, integers in [lo, hi), packed I4 bytes."""
     sshape = storage_shape(dtype, tuple(shape))
     if dtype in (DType.I4, DType.U8):
@@ -52,9 +54,9 @@ def data(dtype: DType, shape: Sequence[int], gen: torch.Generator, lo: int = -10
     return torch.randn(sshape, generator=gen).to(torch_dtype(dtype))
 
 
-def build(op: InstructionKind, ins: Sequence[Operand], outs: Sequence[Operand],
-          params: Mapping[str, Any]) -> tuple[MegakernelProgram, dict[str, torch.Tensor], dict[str, torch.Tensor],
-                                             dict[str, torch.Tensor]]:
+def build(
+    op: InstructionKind, ins: Sequence[Operand], outs: Sequence[Operand], params: Mapping[str, Any]
+) -> tuple[MegakernelProgram, dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """A one-task program and its weights / inputs / kv dicts (an operand named twice is one buffer)."""
     b = ProgramBuilder()
     ids: dict[str, int] = {}
@@ -88,8 +90,15 @@ def compare(got: Mapping[str, torch.Tensor], ref: Mapping[str, torch.Tensor], ex
             assert torch.equal(g, r), f"{name}: {g} != {r}"
 
 
-def check(op: InstructionKind, ins: Sequence[Operand], outs: Sequence[Operand], params: Mapping[str, Any],
-          threads: int = 4, exact: bool | None = None, unvalidated: bool = False) -> dict[str, torch.Tensor]:
+def check(
+    op: InstructionKind,
+    ins: Sequence[Operand],
+    outs: Sequence[Operand],
+    params: Mapping[str, Any],
+    threads: int = 4,
+    exact: bool | None = None,
+    unvalidated: bool = False,
+) -> dict[str, torch.Tensor]:
     """Run the task on both VMs and compare; returns the reference outputs.
 
     ``unvalidated``: the numerics of operand shapes the validator's footprint rules reject
@@ -102,16 +111,30 @@ def check(op: InstructionKind, ins: Sequence[Operand], outs: Sequence[Operand], 
     return ref
 
 
-def tiled(op: InstructionKind, ins: Sequence[Operand], result: Operand, params: Mapping[str, Any],
-          tiles: Sequence[tuple[int, int]], threads: int, unvalidated: bool = False) -> None:
+def tiled(
+    op: InstructionKind,
+    ins: Sequence[Operand],
+    result: Operand,
+    params: Mapping[str, Any],
+    tiles: Sequence[tuple[int, int]],
+    threads: int,
+    unvalidated: bool = False,
+) -> None:
     """Column tiles ``(n_off, N_tile)`` of one output, sharing one counter, on both VMs."""
-    prog, weights, inputs, kv = build(op, ins, [result], {**params, "n_off": tiles[0][0], "N_tile": tiles[0][1]})
+    prog, weights, inputs, kv = build(
+        op, ins, [result], {**params, "n_off": tiles[0][0], "N_tile": tiles[0][1]}
+    )
     b = ProgramBuilder()
     b.buffers, b.counters, b.tasks = list(prog.buffers), list(prog.counters), list(prog.tasks)
     first = prog.tasks[0]
     for n_off, n_tile in tiles[1:]:
-        b.add_task(op, first.inputs, first.outputs, out_counter=first.out_counter,
-                   params={**first.params, "n_off": n_off, "N_tile": n_tile})
+        b.add_task(
+            op,
+            first.inputs,
+            first.outputs,
+            out_counter=first.out_counter,
+            params={**first.params, "n_off": n_off, "N_tile": n_tile},
+        )
     prog = b.build()
     ref = ReferenceVM(prog, _unsafe_skip_validation=unvalidated).run(clone(weights), clone(inputs), clone(kv))
     vm = MegakernelVM(prog, backend="cpu", threads_per_block=threads, _unsafe_skip_validation=unvalidated)
@@ -122,8 +145,14 @@ def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def inp(name: str, dtype: DType, shape: tuple[int, ...], g: torch.Generator, kind: BufferKind = BK.IO_INPUT,
-        **kw: int) -> Operand:
+def inp(
+    name: str,
+    dtype: DType,
+    shape: tuple[int, ...],
+    g: torch.Generator,
+    kind: BufferKind = BK.IO_INPUT,
+    **kw: int,
+) -> Operand:
     return Operand(name, dtype, shape, kind, data(dtype, shape, g, **kw))
 
 
@@ -136,7 +165,9 @@ THREADS = (1, 3, 4, 8)
 # ---------------------------------------------------------------------------------------- movement
 
 
-@pytest.mark.parametrize("src_dt", [*FLOATS, DType.F8E4M3, DType.F8E5M2, DType.I32, DType.I8, DType.U8, DType.BOOL])
+@pytest.mark.parametrize(
+    "src_dt", [*FLOATS, DType.F8E4M3, DType.F8E5M2, DType.I32, DType.I8, DType.U8, DType.BOOL]
+)
 @pytest.mark.parametrize("dst_dt", [*FLOATS, DType.F8E4M3, DType.F8E5M2, DType.I32, DType.I8, DType.BOOL])
 def test_copy_converts_directly(src_dt: DType, dst_dt: DType) -> None:
     g = gen(1)
@@ -146,8 +177,14 @@ def test_copy_converts_directly(src_dt: DType, dst_dt: DType) -> None:
 @pytest.mark.parametrize("threads", THREADS)
 def test_copy_broadcasts(threads: int) -> None:
     g = gen(2)
-    check(K.COPY, [inp("src", DType.F32, (1, 5), g)], [out("dst", DType.BF16, (2, 3, 5))], {}, threads,
-          unvalidated=True)
+    check(
+        K.COPY,
+        [inp("src", DType.F32, (1, 5), g)],
+        [out("dst", DType.BF16, (2, 3, 5))],
+        {},
+        threads,
+        unvalidated=True,
+    )
 
 
 def test_copy_large_values_wrap_like_torch() -> None:
@@ -163,7 +200,9 @@ def test_half_bfloat16_float8_rounding_is_bit_exact() -> None:
     all16 = torch.arange(0, 65536, dtype=torch.int32).to(torch.int16)
     for dt, tdt in ((DType.F16, torch.float16), (DType.BF16, torch.bfloat16)):
         vals = all16.view(tdt).float().reshape(256, 256)
-        check(K.COPY, [Operand("src", DType.F32, (256, 256), value=vals)], [out("dst", dt, (256, 256))], {}, 8)
+        check(
+            K.COPY, [Operand("src", DType.F32, (256, 256), value=vals)], [out("dst", dt, (256, 256))], {}, 8
+        )
     g = gen(3)
     wide = torch.randn(64, 64, generator=g) * torch.logspace(-12, 6, 64)[None, :]
     for dt in (DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2):
@@ -183,8 +222,13 @@ def test_embed_gathers_rows(table_dt: DType, out_dt: DType) -> None:
 def test_embed_reshape_bridge(threads: int) -> None:
     g = gen(5)
     ids = Operand("ids", DType.I32, (1,), value=torch.tensor([0], dtype=torch.int32))
-    check(K.EMBED, [ids, inp("flat", DType.F32, (1, 64), g)], [out("heads", DType.F32, (4, 16))], {"hidden": 64},
-          threads)
+    check(
+        K.EMBED,
+        [ids, inp("flat", DType.F32, (1, 64), g)],
+        [out("heads", DType.F32, (4, 16))],
+        {"hidden": 64},
+        threads,
+    )
 
 
 def test_embed_out_of_range_id_faults() -> None:
@@ -225,15 +269,24 @@ def test_nop_runs() -> None:
 def test_rmsnorm(dt: DType, threads: int) -> None:
     g = gen(9)
     x = inp("x", dt, (3, 40), g)
-    check(K.RMSNORM, [x, inp("w", dt, (40,), g, BK.WEIGHT)], [out("y", dt, (3, 40))], {"hidden": 40, "eps": 1e-5},
-          threads)
+    check(
+        K.RMSNORM,
+        [x, inp("w", dt, (40,), g, BK.WEIGHT)],
+        [out("y", dt, (3, 40))],
+        {"hidden": 40, "eps": 1e-5},
+        threads,
+    )
 
 
 def test_rmsnorm_default_eps_and_mixed_dtypes() -> None:
     g = gen(10)
     x = Operand("x", DType.F32, (2, 8), value=torch.randn(2, 8, generator=g) * 1e-3)
-    check(K.RMSNORM, [x, inp("w", DType.BF16, (8,), g, BK.WEIGHT)], [out("y", DType.F16, (2, 8))],
-          {"hidden": 8, "eps": 1e-6})
+    check(
+        K.RMSNORM,
+        [x, inp("w", DType.BF16, (8,), g, BK.WEIGHT)],
+        [out("y", DType.F16, (2, 8))],
+        {"hidden": 8, "eps": 1e-6},
+    )
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -257,16 +310,30 @@ def test_linear_tile_writes_its_columns(op: InstructionKind, dt: DType, threads:
     g = gen(12)
     m = 1 if op is K.GEMV_TILE else 3
     params = {"K": 20, "M_tile": m, "m_off": 0}
-    tiled(op, [inp("x", dt, (m, 20), g), inp("w", dt, (12, 20), g, BK.WEIGHT)], out("y", dt, (m, 12)), params,
-          [(0, 4), (4, 5), (9, 3)], threads)
+    tiled(
+        op,
+        [inp("x", dt, (m, 20), g), inp("w", dt, (12, 20), g, BK.WEIGHT)],
+        out("y", dt, (m, 12)),
+        params,
+        [(0, 4), (4, 5), (9, 3)],
+        threads,
+    )
 
 
 @pytest.mark.parametrize("threads", (1, 4))
 def test_linear_bias_and_whole_matrix_default(threads: int) -> None:
     g = gen(13)
-    check(K.GEMM_TILE, [inp("x", DType.BF16, (2, 9), g), inp("w", DType.F32, (7, 9), g, BK.WEIGHT),
-                        inp("b", DType.F16, (7,), g, BK.WEIGHT)], [out("y", DType.F32, (2, 7))],
-          {"K": 9, "M_tile": 2, "m_off": 0, "N_tile": 7, "n_off": 0}, threads)
+    check(
+        K.GEMM_TILE,
+        [
+            inp("x", DType.BF16, (2, 9), g),
+            inp("w", DType.F32, (7, 9), g, BK.WEIGHT),
+            inp("b", DType.F16, (7,), g, BK.WEIGHT),
+        ],
+        [out("y", DType.F32, (2, 7))],
+        {"K": 9, "M_tile": 2, "m_off": 0, "N_tile": 7, "n_off": 0},
+        threads,
+    )
 
 
 @pytest.mark.parametrize("bits", [4, 8])
@@ -277,15 +344,25 @@ def test_quantized_gemv(bits: int, k: int, group: int, symmetric: bool) -> None:
     n = 10
     qw = quantize(torch.randn(n, k, generator=g), bits, group, symmetric)
     qdt = DType.I4 if bits == 4 else (DType.I8 if symmetric else DType.U8)
-    ins = [inp("x", DType.F16, (2, k), g), Operand("qw", qdt, (n, k), BK.WEIGHT, qw.q),
-           Operand("scales", DType.F16, tuple(qw.scales.shape), BK.WEIGHT, qw.scales)]
+    ins = [
+        inp("x", DType.F16, (2, k), g),
+        Operand("qw", qdt, (n, k), BK.WEIGHT, qw.q),
+        Operand("scales", DType.F16, tuple(qw.scales.shape), BK.WEIGHT, qw.scales),
+    ]
     if qw.zeros is not None:
         ins.append(Operand("zeros", DType.F16, tuple(qw.zeros.shape), BK.WEIGHT, qw.zeros))
     params = {"K": k, "qdtype": int(DType.I4 if bits == 4 else DType.I8), "group": group}
     for threads in (1, 4):
         # zero points make a 4th input, which the validator's arity (2..3) refuses: numerics only
-        tiled(K.GEMV_TILE, ins, out("y", DType.F32, (2, n)), params, [(0, 3), (3, 6), (9, 1)], threads,
-              unvalidated=not symmetric)
+        tiled(
+            K.GEMV_TILE,
+            ins,
+            out("y", DType.F32, (2, n)),
+            params,
+            [(0, 3), (3, 6), (9, 1)],
+            threads,
+            unvalidated=not symmetric,
+        )
 
 
 @pytest.mark.parametrize("bits", [4, 8])
@@ -305,17 +382,26 @@ def test_dequant(bits: int, zeros: bool) -> None:
 def test_dequant_unpacked_levels_and_default_group() -> None:
     g = gen(16)
     q = Operand("q", DType.I8, (4, 6), value=torch.randint(-8, 8, (4, 6), generator=g).to(torch.int8))
-    check(K.DEQUANT, [q, inp("s", DType.F32, (4, 1), g)], [out("y", DType.F32, (4, 6))], {"qdtype": 7, "group": 6})
+    check(
+        K.DEQUANT,
+        [q, inp("s", DType.F32, (4, 1), g)],
+        [out("y", DType.F32, (4, 6))],
+        {"qdtype": 7, "group": 6},
+    )
 
 
 # ---------------------------------------------------------------------------------------- attention
 
 
-def attention_operands(g: torch.Generator, dt: DType, n_heads: int, n_kv: int, hd: int, seq: int,
-                       batch: int | None) -> list[Operand]:
+def attention_operands(
+    g: torch.Generator, dt: DType, n_heads: int, n_kv: int, hd: int, seq: int, batch: int | None
+) -> list[Operand]:
     lead = () if batch is None else (batch,)
-    return [inp("q", dt, (*lead, n_heads, hd), g), inp("k", dt, (*lead, seq, n_kv, hd), g, BK.KV_CACHE),
-            inp("v", dt, (*lead, seq, n_kv, hd), g, BK.KV_CACHE)]
+    return [
+        inp("q", dt, (*lead, n_heads, hd), g),
+        inp("k", dt, (*lead, seq, n_kv, hd), g, BK.KV_CACHE),
+        inp("v", dt, (*lead, seq, n_kv, hd), g, BK.KV_CACHE),
+    ]
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -324,7 +410,14 @@ def attention_operands(g: torch.Generator, dt: DType, n_heads: int, n_kv: int, h
 def test_attention_tile(dt: DType, n_heads: int, n_kv: int, threads: int) -> None:
     g = gen(17)
     ops = attention_operands(g, dt, n_heads, n_kv, 8, 10, None)
-    params = {"head_dim": 8, "n_heads": n_heads, "n_kv_heads": n_kv, "kv_start": 2, "kv_len": 7, "scale": 0.35}
+    params = {
+        "head_dim": 8,
+        "n_heads": n_heads,
+        "n_kv_heads": n_kv,
+        "kv_start": 2,
+        "kv_len": 7,
+        "scale": 0.35,
+    }
     check(K.ATTENTION_TILE, ops, [out("o", dt, (1, n_heads * 8))], params, threads)
 
 
@@ -332,8 +425,13 @@ def test_attention_tile(dt: DType, n_heads: int, n_kv: int, threads: int) -> Non
 def test_attention_batched(threads: int) -> None:
     g = gen(18)
     ops = attention_operands(g, DType.BF16, 4, 2, 16, 9, 3)
-    check(K.ATTENTION_TILE, ops, [out("o", DType.F32, (3, 64))],
-          {"head_dim": 16, "n_heads": 4, "n_kv_heads": 2, "kv_start": 0, "kv_len": 5, "scale": 0.3}, threads)
+    check(
+        K.ATTENTION_TILE,
+        ops,
+        [out("o", DType.F32, (3, 64))],
+        {"head_dim": 16, "n_heads": 4, "n_kv_heads": 2, "kv_start": 0, "kv_len": 5, "scale": 0.3},
+        threads,
+    )
 
 
 def test_attention_long_window_spans_several_chunks() -> None:
@@ -358,9 +456,21 @@ def test_split_kv_partials_and_combine(dt: DType) -> None:
     o = b.new_buffer("o", BK.IO_OUTPUT, dt, (1, n_heads * hd))
     done = b.new_counter("partials")
     for (start, length), p in zip(windows, parts, strict=True):
-        b.add_task(K.ATTENTION_TILE, [q, kc, vc], [p], out_counter=done,
-                   params={"head_dim": hd, "n_heads": n_heads, "n_kv_heads": n_kv, "kv_start": start,
-                           "kv_len": length, "flags": 2, "scale": hd**-0.5})
+        b.add_task(
+            K.ATTENTION_TILE,
+            [q, kc, vc],
+            [p],
+            out_counter=done,
+            params={
+                "head_dim": hd,
+                "n_heads": n_heads,
+                "n_kv_heads": n_kv,
+                "kv_start": start,
+                "kv_len": length,
+                "flags": 2,
+                "scale": hd**-0.5,
+            },
+        )
     b.add_task(K.ATTENTION_COMBINE, parts, [o], waits=[(done, len(windows))], params={"head_dim": hd})
     prog = b.build()
     inputs = {"q": data(dt, (n_heads, hd), g)}
@@ -394,10 +504,20 @@ def test_binary(op: InstructionKind, dt: DType) -> None:
 @pytest.mark.parametrize("op", [K.ADD, K.MUL, K.SILU_MUL])
 def test_binary_broadcasts_and_reshapes(op: InstructionKind) -> None:
     g = gen(23)
-    check(op, [inp("a", DType.F16, (2, 1, 5), g), inp("b", DType.F32, (3, 1), g)], [out("y", DType.BF16, (6, 5))],
-          {}, unvalidated=True)
-    check(op, [inp("a", DType.F32, (1, 5), g), inp("b", DType.F32, (5,), g)], [out("y", DType.F32, (4, 5))], {},
-          unvalidated=True)
+    check(
+        op,
+        [inp("a", DType.F16, (2, 1, 5), g), inp("b", DType.F32, (3, 1), g)],
+        [out("y", DType.BF16, (6, 5))],
+        {},
+        unvalidated=True,
+    )
+    check(
+        op,
+        [inp("a", DType.F32, (1, 5), g), inp("b", DType.F32, (5,), g)],
+        [out("y", DType.F32, (4, 5))],
+        {},
+        unvalidated=True,
+    )
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -430,8 +550,13 @@ def test_sample_argmax(dt: DType, out_dt: DType, threads: int) -> None:
     logits = data(dt, (3, 50), g)
     logits[1, 7] = logits[1, 30] = logits[1].max() + 1  # a tie: the lowest index wins
     logits[2, 11] = float("nan")  # NaN wins, as in torch
-    check(K.SAMPLE_ARGMAX, [Operand("logits", dt, (3, 50), value=logits)], [out("tok", out_dt, (3,))], {},
-          threads)
+    check(
+        K.SAMPLE_ARGMAX,
+        [Operand("logits", dt, (3, 50), value=logits)],
+        [out("tok", out_dt, (3,))],
+        {},
+        threads,
+    )
 
 
 # ---------------------------------------------------------------------------------------- FUSED
@@ -440,28 +565,57 @@ def test_sample_argmax(dt: DType, out_dt: DType, threads: int) -> None:
 def test_fused_recipe_matches_the_unfused_steps() -> None:
     """GEMV into a scratch, + residual, RMSNORM into a float64 scratch, scale to the final output."""
     g = gen(28)
-    recipe = {"steps": [
-        {"op": int(K.GEMV_TILE), "args": [{"in": 0}, {"in": 1}], "out": 0, "params": {"K": 8, "N_tile": 6, "n_off": 0},
-         "out_shape": [1, 6], "out_dtype": "float32"},
-        {"op": int(K.ADD), "args": [{"s": 0}, {"in": 2}], "out": 1},
-        {"op": int(K.RMSNORM), "args": [{"s": 1}, {"in": 3}], "out": 2, "params": {"hidden": 6, "eps": 1e-6},
-         "out_dtype": "float64"},
-        {"op": int(K.MUL), "args": [{"s": 2}], "out": "final", "params": {"scale": 2.0}},
-    ]}
-    ins = [inp("x", DType.F32, (1, 8), g), inp("w", DType.F32, (6, 8), g, BK.WEIGHT),
-           inp("r", DType.BF16, (1, 6), g), inp("nw", DType.F32, (6,), g, BK.WEIGHT)]
+    recipe = {
+        "steps": [
+            {
+                "op": int(K.GEMV_TILE),
+                "args": [{"in": 0}, {"in": 1}],
+                "out": 0,
+                "params": {"K": 8, "N_tile": 6, "n_off": 0},
+                "out_shape": [1, 6],
+                "out_dtype": "float32",
+            },
+            {"op": int(K.ADD), "args": [{"s": 0}, {"in": 2}], "out": 1},
+            {
+                "op": int(K.RMSNORM),
+                "args": [{"s": 1}, {"in": 3}],
+                "out": 2,
+                "params": {"hidden": 6, "eps": 1e-6},
+                "out_dtype": "float64",
+            },
+            {"op": int(K.MUL), "args": [{"s": 2}], "out": "final", "params": {"scale": 2.0}},
+        ]
+    }
+    ins = [
+        inp("x", DType.F32, (1, 8), g),
+        inp("w", DType.F32, (6, 8), g, BK.WEIGHT),
+        inp("r", DType.BF16, (1, 6), g),
+        inp("nw", DType.F32, (6,), g, BK.WEIGHT),
+    ]
     for threads in (1, 4):
         check(K.FUSED, ins, [out("y", DType.F16, (1, 6))], {"recipe": recipe}, threads)
 
 
 def test_fused_integer_scratch() -> None:
     g = gen(29)
-    recipe = {"steps": [
-        {"op": int(K.SAMPLE_ARGMAX), "args": [{"in": 0}], "out": 0, "out_shape": [1], "out_dtype": "int32"},
-        {"op": int(K.EMBED), "args": [{"s": 0}, {"in": 1}], "out": -1, "params": {"hidden": 4}},
-    ]}
-    check(K.FUSED, [inp("logits", DType.F32, (1, 9), g), inp("table", DType.F16, (9, 4), g, BK.WEIGHT)],
-          [out("y", DType.F32, (1, 4))], {"recipe": recipe})
+    recipe = {
+        "steps": [
+            {
+                "op": int(K.SAMPLE_ARGMAX),
+                "args": [{"in": 0}],
+                "out": 0,
+                "out_shape": [1],
+                "out_dtype": "int32",
+            },
+            {"op": int(K.EMBED), "args": [{"s": 0}, {"in": 1}], "out": -1, "params": {"hidden": 4}},
+        ]
+    }
+    check(
+        K.FUSED,
+        [inp("logits", DType.F32, (1, 9), g), inp("table", DType.F16, (9, 4), g, BK.WEIGHT)],
+        [out("y", DType.F32, (1, 4))],
+        {"recipe": recipe},
+    )
 
 
 def test_every_opcode_is_covered() -> None:

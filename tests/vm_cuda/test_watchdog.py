@@ -39,7 +39,7 @@ def _cycle() -> MegakernelProgram:
 
 
 @pytest.mark.parametrize("make", [lambda: _chain(threshold=2), _cycle], ids=["unmet-threshold", "cycle"])
-def test_a_forced_deadlock_times_out_within_two_seconds_and_the_process_stays_usable(make) -> None:  # noqa: ANN001
+def test_a_forced_deadlock_times_out_within_two_seconds_and_the_process_stays_usable(make) -> None:
     program = make()
     vm = MegakernelVM(program, "cpu", timeout_s=0.5, _unsafe_skip_validation=True)
     start = time.perf_counter()
