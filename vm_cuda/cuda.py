@@ -105,6 +105,7 @@ class CudaRuntime:
             self.sm_count = self.device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
             self._function = self._driver_function()
             self.max_blocks = self.max_coresident_blocks()
+            self.last_kernel_s = 0.0
         finally:
             self.context.pop()
 
@@ -140,7 +141,10 @@ class CudaRuntime:
         return per_sm.value * int(self.sm_count)
 
     def launch(self, image: Image) -> np.ndarray:
-        """Copy ``image`` to the device, relocate it there, launch cooperatively, copy it back."""
+        """Copy ``image`` to the device, relocate it there, launch cooperatively, copy it back.
+
+        ``last_kernel_s`` is the kernel's own time (CUDA events around the launch, copies excluded).
+        """
         grid = len(image.queues)
         self.context.push()
         try:
@@ -152,19 +156,29 @@ class CudaRuntime:
                 )
             data = image.data.copy()
             dev = self.drv.mem_alloc(data.size)
-            relocate(data, int(dev))
-            self.drv.memcpy_htod(dev, data)
-            arg = ctypes.c_void_p(int(dev))
-            params = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(arg), ctypes.c_void_p))
-            _check(
-                _libcuda().cuLaunchCooperativeKernel(
-                    self._function, grid, 1, 1, self.threads_per_block, 1, 1, self.smem_bytes, None, params
-                ),
-                "cuLaunchCooperativeKernel",
-            )
-            self.context.synchronize()
-            self.drv.memcpy_dtoh(data, dev)
-            dev.free()
+            try:
+                self._run(dev, data, grid)
+            finally:
+                dev.free()
             return data
         finally:
             self.context.pop()
+
+    def _run(self, dev: Any, data: np.ndarray, grid: int) -> None:
+        """Relocate ``data`` to ``dev``, copy it there, launch, wait, and copy it back into ``data``."""
+        relocate(data, int(dev))
+        self.drv.memcpy_htod(dev, data)
+        arg = ctypes.c_void_p(int(dev))
+        params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))  # kernelParams: one pointer per argument
+        start, end = self.drv.Event(), self.drv.Event()
+        start.record()
+        _check(
+            _libcuda().cuLaunchCooperativeKernel(
+                self._function, grid, 1, 1, self.threads_per_block, 1, 1, self.smem_bytes, None, params
+            ),
+            "cuLaunchCooperativeKernel",
+        )
+        end.record()
+        self.context.synchronize()
+        self.last_kernel_s = start.time_till(end) / 1e3
+        self.drv.memcpy_dtoh(data, dev)

@@ -51,7 +51,6 @@ def cases() -> list[Case]:
     }
     attn = {"head_dim": 4, "n_heads": 4, "n_kv_heads": 2, "kv_start": 1, "kv_len": 5, "scale": 0.5}
     ids = Operand("ids", DType.I32, (2,), value=torch.tensor([3, 1], dtype=torch.int32))
-    pos = Operand("pos", DType.I32, (1,), value=torch.tensor([11], dtype=torch.int32))
     parts = [Operand(f"p{i}", f32, (2, 6), value=torch.randn(2, 6, generator=g).abs()) for i in range(3)]
     return [
         (K.NOP, [], [], {}),
