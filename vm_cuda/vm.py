@@ -51,6 +51,8 @@ class MegakernelVM:
     """Run ``program`` on the megakernel (refused with ``RefusedProgram`` if ``validate()`` rejects it).
 
     ``backend``: ``"cpu"`` (the CPU build) or ``"cuda"`` (a GPU). ``timeout_s``: the watchdog.
+    ``threads_per_block``: default 4 on the CPU build, the program's ``config.threads_per_block``
+    (else 256) on a GPU.
     ``last_status`` is the last launch's :class:`RunStatus`; ``run`` raises
     :class:`KernelTimeout` / :class:`KernelFault` when it is not OK. ``_unsafe_skip_validation``
     is test-only: it lets a program the validator rejects reach the kernel (to force a deadlock).
@@ -70,6 +72,8 @@ class MegakernelVM:
         self.backend = backend
         self.timeout_s = timeout_s
         self.validation = None if _unsafe_skip_validation else refuse_rejected(program)
+        if threads_per_block is None and backend == "cuda" and program.config is not None:
+            threads_per_block = program.config.threads_per_block
         self.runtime = make_runtime(backend, threads_per_block, variant)
         self.packer = Packer(
             program, max_blocks=self.runtime.max_blocks, validation=self.validation,

@@ -626,3 +626,33 @@ def test_every_opcode_is_covered() -> None:
     source = inspect.getsource(sys.modules[__name__])
     missing = [k.name for k in InstructionKind if f"K.{k.name}" not in source]
     assert not missing
+
+
+def test_absent_params_take_the_reference_defaults() -> None:
+    """Params the validator requires but the semantics default (run past the validator, numerics
+    only): the device reads the presence mask and applies the same defaults as amkspec.semantics."""
+    g = gen(30)
+    ops = attention_operands(g, DType.F32, 4, 2, 8, 6, None)
+    check(
+        K.ATTENTION_TILE,
+        ops,
+        [out("o", DType.F32, (1, 32))],
+        {"head_dim": 8, "n_kv_heads": 2},
+        unvalidated=True,
+    )
+    lin = [inp("x", DType.F32, (2, 5), g), inp("w", DType.F32, (3, 5), g, BK.WEIGHT)]
+    check(K.GEMV_TILE, lin, [out("y", DType.F32, (2, 3))], {}, unvalidated=True)
+    q = Operand("q", DType.I8, (2, 8), value=torch.randint(-9, 9, (2, 8), generator=g).to(torch.int8))
+    check(K.DEQUANT, [q, inp("s", DType.F16, (2, 1), g)], [out("y", DType.F32, (2, 8))], {}, unvalidated=True)
+    norm = [inp("x", DType.F32, (2, 6), g), inp("w", DType.F32, (6,), g, BK.WEIGHT)]
+    check(K.LAYERNORM, norm, [out("y", DType.F32, (2, 6))], {}, unvalidated=True)
+    check(K.RMSNORM, norm, [out("y", DType.F32, (2, 6))], {}, unvalidated=True)
+
+
+def test_zero_valued_params_are_values_not_absences() -> None:
+    g = gen(31)
+    check(K.MUL, [inp("x", DType.F32, (2, 3), g)], [out("y", DType.F32, (2, 3))], {"scale": 0.0})
+    check(K.SOFTMAX, [inp("x", DType.F32, (4, 3), g)], [out("y", DType.F32, (4, 3))], {"dim": 0})
+    ops = attention_operands(g, DType.F32, 2, 2, 4, 5, None)
+    params = {"head_dim": 4, "n_heads": 2, "n_kv_heads": 2, "kv_start": 0, "kv_len": 3, "scale": 0.0}
+    check(K.ATTENTION_TILE, ops, [out("o", DType.F32, (1, 8))], params)
