@@ -1,6 +1,6 @@
 """Benchmark of the megakernel (spec §8): time per decode step, CPU build vs ReferenceVM, and on a GPU.
 
-Run: ``cd /work/main && python3 benchmarks/cuda_vm.py [--repeat N] [--models toy,toy-2L] [--gpu-model small]``.
+Run: ``cd /work/main && python3 benchmarks/cuda_vm.py [--repeat N] [--models toy,toy-2L] [--gpu-model M]``.
 
 CPU part, per model (F32, decode step at position 0, the VM built once): the median seconds of
 ``ReferenceVM.run`` and of ``MegakernelVM(backend="cpu").run`` (bind + pack + launch of the CPU build,
@@ -56,7 +56,9 @@ def cpu_part(models: list[str], repeat: int) -> None:
             raise SystemExit(f"{name}: the CPU build disagrees with the ReferenceVM: {diffs}")
         ref_s = median_s(lambda: ref_vm.run(weights, inputs), repeat)  # noqa: B023
         ker_s = median_s(lambda: kernel.run(weights, inputs), repeat)  # noqa: B023
-        print(f"{name:8} {len(program.tasks):5d} {ref_s * 1e3:15.2f} {ker_s * 1e3:13.2f} {ker_s / ref_s:6.2f}")
+        print(
+            f"{name:8} {len(program.tasks):5d} {ref_s * 1e3:15.2f} {ker_s * 1e3:13.2f} {ker_s / ref_s:6.2f}"
+        )
 
 
 def gpu_part(model: str, target: str, repeat: int) -> None:
@@ -82,10 +84,12 @@ def gpu_part(model: str, target: str, repeat: int) -> None:
     bandwidth = (gpu.measured_bw_gbs or gpu.hbm_bandwidth_gbs) * 1e9
     floor = program.total_weight_bytes() / bandwidth
     med = statistics.median(kernel_s)
-    print(f"GPU {runtime.device.name()} ({runtime.arch}), {model} {m.dtype.name}: {len(program.tasks)} tasks, "
-          f"{program.total_weight_bytes() / 1e6:.1f} MB of weights; kernel median {med * 1e3:.3f} ms per step; "
-          f"HBM floor at {bandwidth / 1e9:.0f} GB/s ({target}) {floor * 1e3:.3f} ms; ratio {med / floor:.2f}; "
-          f"outputs {'match' if not diffs else f'DIFFER {diffs}'} the ReferenceVM")
+    print(
+        f"GPU {runtime.device.name()} ({runtime.arch}), {model} {m.dtype.name}: {len(program.tasks)} tasks, "
+        f"{program.total_weight_bytes() / 1e6:.1f} MB of weights; kernel median {med * 1e3:.3f} ms per step; "
+        f"HBM floor at {bandwidth / 1e9:.0f} GB/s ({target}) {floor * 1e3:.3f} ms; ratio {med / floor:.2f}; "
+        f"outputs {'match' if not diffs else f'DIFFER {diffs}'} the ReferenceVM"
+    )
 
 
 def main() -> None:

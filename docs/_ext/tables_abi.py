@@ -21,17 +21,22 @@ _KINDS = {"i": "int", "u": "uint", "f": "float"}
 
 def _ctype(sub: Any) -> str:
     base = sub.base if sub.shape else sub
-    name = f"{_KINDS[base.kind]}{base.itemsize * 8}_t" if base.kind != "f" else f"float{base.itemsize * 8}"
     if base.kind == "V":
-        name = "amk_params_t"
+        name = next(k for k, v in layout.RECORDS.items() if v == base)
+    elif base.kind == "f":
+        name = f"float{base.itemsize * 8}"
+    else:
+        name = f"{_KINDS[base.kind]}{base.itemsize * 8}_t"
     return name + "".join(f"[{n}]" for n in sub.shape)
 
 
 def _record(struct: str) -> Table:
     compiled = probe()["records"][struct]
     fields: Any = layout.RECORDS[struct].fields
-    rows = [[f"``{name}``", f"``{_ctype(fields[name][0])}``", str(off), str(size)]
-            for name, (off, size) in compiled["fields"].items()]
+    rows = []
+    for name, (off, size) in compiled["fields"].items():
+        ctype = "void*" if name == "ptr" else _ctype(fields[name][0])
+        rows.append([f"``{name}``", f"``{ctype}``", str(off), str(size)])
     rows.append(["(total)", "", "", f"**{compiled['size']}**"])
     return ["Field", "Type", "Offset", "Bytes"], rows
 
@@ -75,14 +80,18 @@ def macros() -> Table:
     """Capacities, version and image constants (as compiled)."""
     constants = probe()["constants"]
     enum_names = {prefix + n for prefix, values in ENUM_PREFIXES.values() for n in values}
-    rows = [[f"``{k}``", f"{v:#x}" if k == "AMK_IMAGE_MAGIC" else str(v)]
-            for k, v in constants.items() if k not in enum_names]
+    rows = [
+        [f"``{k}``", f"{v:#x}" if k == "AMK_IMAGE_MAGIC" else str(v)]
+        for k, v in constants.items()
+        if k not in enum_names
+    ]
     return ["Macro", "Value"], rows
 
 
 def faults() -> Table:
     """``AMK_FAULT_*`` codes an opcode returns (defined with the opcodes in ``vm_cuda/ops``)."""
-    return ["Code", "Name"], [[str(code), f"``AMK_FAULT_{name}``"] for code, name in sorted(fault_names().items())]
+    rows = [[str(code), f"``AMK_FAULT_{name}``"] for code, name in sorted(fault_names().items())]
+    return ["Code", "Name"], rows
 
 
 def tolerances() -> Table:
@@ -90,8 +99,12 @@ def tolerances() -> Table:
     import torch
 
     rows = []
-    for name, dtype in (("F32", torch.float32), ("F16", torch.float16), ("BF16", torch.bfloat16),
-                        ("I32, I8, U8, BOOL (packed I4)", torch.int32)):
+    for name, dtype in (
+        ("F32", torch.float32),
+        ("F16", torch.float16),
+        ("BF16", torch.bfloat16),
+        ("I32, I8, U8, BOOL (packed I4)", torch.int32),
+    ):
         atol, rtol = tolerance(dtype)
         rows.append([name, "exact" if atol == rtol == 0 else f"atol {atol:g}, rtol {rtol:g}"])
     return ["Output dtype", "Tolerance (``|kernel − ref| ≤ atol + rtol·|ref|``)"], rows

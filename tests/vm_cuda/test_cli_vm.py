@@ -31,8 +31,18 @@ def test_run_on_the_cpu_kernel_writes_the_reference_outputs(tmp_path: Path) -> N
         np.savez(tmp_path / "in.npz", **{k[4:]: z[k] for k in z.files if k.startswith("s0__")})
     outs = {}
     for vm in ("reference", "cpu-kernel"):
-        result = _cli("run", FIXTURES / "toy1L__default.json", "--weights", FIXTURES / "toy-1L.weights.npz",
-                      "--inputs", tmp_path / "in.npz", "--vm", vm, "-o", tmp_path / f"{vm}.npz")
+        result = _cli(
+            "run",
+            FIXTURES / "toy1L__default.json",
+            "--weights",
+            FIXTURES / "toy-1L.weights.npz",
+            "--inputs",
+            tmp_path / "in.npz",
+            "--vm",
+            vm,
+            "-o",
+            tmp_path / f"{vm}.npz",
+        )
         assert result.exit_code == 0, result.output
         assert result.output.startswith("launch 0: argmax [25]")
         with np.load(tmp_path / f"{vm}.npz") as z:

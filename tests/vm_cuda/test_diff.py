@@ -59,7 +59,10 @@ def _fixture_arrays(name: str) -> dict[str, np.ndarray]:
 
 def test_the_original_toy_fixture_across_three_decode_steps() -> None:
     weights = _fixture_arrays("toy-1L.weights.npz")
-    inputs, expected = _fixture_arrays("toy1L__default.inputs.npz"), _fixture_arrays("toy1L__default.expected.npz")
+    inputs, expected = (
+        _fixture_arrays("toy1L__default.inputs.npz"),
+        _fixture_arrays("toy1L__default.expected.npz"),
+    )
     files = ["toy1L__default.json", "toy1L__default.pos1.json.gz", "toy1L__default.pos2.json.gz"]
     kv = None
     for step, name in enumerate(files):
@@ -90,8 +93,9 @@ DECODES = [
 ]
 
 
-@pytest.mark.parametrize(("model", "dtype", "quant", "config"), DECODES,
-                         ids=lambda v: getattr(v, "name", None) or str(v))
+@pytest.mark.parametrize(
+    ("model", "dtype", "quant", "config"), DECODES, ids=lambda v: getattr(v, "name", None) or str(v)
+)
 def test_lowered_toy_models_across_decode_steps_with_kv_threaded(
     model: str, dtype: DType, quant: QuantSpec | None, config: ScheduleConfig | None
 ) -> None:
@@ -118,11 +122,17 @@ def test_kv_caches_carry_over_between_launches_like_the_reference_vm() -> None:
     program = lower(m, None, None, pos=0)
     ref_vm, kernel_vm = ReferenceVM(program), MegakernelVM(program, "cpu")
     for token in (7, 25):
-        ref, got = ref_vm.run(weights, step_inputs(0, [token])), kernel_vm.run(weights, step_inputs(0, [token]))
+        ref, got = (
+            ref_vm.run(weights, step_inputs(0, [token])),
+            kernel_vm.run(weights, step_inputs(0, [token])),
+        )
         assert compare_outputs(got, ref) == []
     kernel_vm.reset()
     ref_vm.reset()
-    assert compare_outputs(kernel_vm.run(weights, step_inputs(0, [3])), ref_vm.run(weights, step_inputs(0, [3]))) == []
+    assert (
+        compare_outputs(kernel_vm.run(weights, step_inputs(0, [3])), ref_vm.run(weights, step_inputs(0, [3])))
+        == []
+    )
 
 
 @settings(max_examples=15)

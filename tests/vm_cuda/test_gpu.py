@@ -7,12 +7,13 @@ no driver, no GPU) and runs for real wherever a GPU is present.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 import torch
 
 from amkspec import load
-from amkspec.ir import BufferKind, DType
+from amkspec.ir import BufferKind, DType, MegakernelProgram
 from amkspec.lower import lower, resolve_model
 from amkspec.lower.decode import step_inputs
 from amkspec.models import make_weights
@@ -59,7 +60,7 @@ def test_toy_2l_decode_steps_match_the_reference_vm(dtype: DType) -> None:
 
 
 @pytest.mark.parametrize("make", [lambda: _chain(threshold=2), _cycle], ids=["unmet-threshold", "cycle"])
-def test_a_forced_deadlock_times_out_within_two_seconds(make) -> None:  # noqa: ANN001
+def test_a_forced_deadlock_times_out_within_two_seconds(make: Callable[[], MegakernelProgram]) -> None:
     vm = MegakernelVM(make(), "cuda", timeout_s=0.5, _unsafe_skip_validation=True)
     start = time.perf_counter()
     with pytest.raises(KernelTimeout):

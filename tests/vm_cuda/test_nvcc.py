@@ -16,12 +16,16 @@ pytestmark = pytest.mark.skipif(nvcc() is None, reason="nvcc is not installed (s
 
 def resources(report: str) -> dict[str, int]:
     """Registers, stack frame and spill bytes of ``amk_megakernel`` from ptxas -v."""
-    entry = report[report.index("Compiling entry function 'amk_megakernel'"):]
+    entry = report[report.index("Compiling entry function 'amk_megakernel'") :]
     frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", entry)
     regs = re.search(r"Used (\d+) registers", entry)
     assert frame is not None and regs is not None, entry[:2000]
-    return {"registers": int(regs.group(1)), "stack": int(frame.group(1)), "spill_stores": int(frame.group(2)),
-            "spill_loads": int(frame.group(3))}
+    return {
+        "registers": int(regs.group(1)),
+        "stack": int(frame.group(1)),
+        "spill_stores": int(frame.group(2)),
+        "spill_loads": int(frame.group(3)),
+    }
 
 
 def test_nvcc_builds_both_architectures_werror_clean() -> None:

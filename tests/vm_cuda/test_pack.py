@@ -69,7 +69,10 @@ def test_unpacking_the_image_gives_back_the_program(program: MegakernelProgram) 
     h = got.header
     assert (h["magic"], h["abi_major"], h["abi_minor"]) == (layout.IMAGE_MAGIC, 0, 2)
     assert (h["n_buffers"], h["n_counters"], h["n_instructions"]) == (
-        len(program.buffers), len(program.counters), len(program.tasks))
+        len(program.buffers),
+        len(program.counters),
+        len(program.tasks),
+    )
     assert h["timeout_ns"] == 1_500_000_000 and h["num_sms"] == len(got.queues)
     buf_ix = {b.id: i for i, b in enumerate(program.buffers)}
     ctr_ix = {c.id: i for i, c in enumerate(program.counters)}
@@ -77,19 +80,25 @@ def test_unpacking_the_image_gives_back_the_program(program: MegakernelProgram) 
         assert row["op"] == task.op
         assert list(row["inputs"][: row["n_inputs"]]) == [buf_ix[b] for b in task.inputs]
         assert list(row["outputs"][: row["n_outputs"]]) == [buf_ix[b] for b in task.outputs]
-        waits = list(zip(row["wait_counter"][: row["n_waits"]], row["wait_threshold"][: row["n_waits"]],
-                         strict=True))
+        waits = list(
+            zip(row["wait_counter"][: row["n_waits"]], row["wait_threshold"][: row["n_waits"]], strict=True)
+        )
         assert waits == [(ctr_ix[w.counter], w.threshold) for w in task.waits]
         assert row["out_counter"] == ctr_ix[task.out_counter]
-        assert not row["inputs"][row["n_inputs"]:].any() and not row["wait_counter"][row["n_waits"]:].any()
+        assert not row["inputs"][row["n_inputs"] :].any() and not row["wait_counter"][row["n_waits"] :].any()
         _check_params(row, task.params, PARAM_DEFAULTS.get(task.op, {}))
     _check_queues(program, got.queues, got.tasks)
     assert list(got.counters) == [c.init for c in program.counters]
     for rec, buf in zip(got.buffers, program.buffers, strict=True):
         rank = len(buf.shape)
-        assert (rec["rank"], rec["dtype"], rec["space"], rec["kind"]) == (rank, buf.dtype, buf.space, buf.kind)
+        assert (rec["rank"], rec["dtype"], rec["space"], rec["kind"]) == (
+            rank,
+            buf.dtype,
+            buf.space,
+            buf.kind,
+        )
         assert list(rec["shape"][:rank]) == list(buf.shape) and rec["numel"] == math.prod(buf.shape)
-        assert list(rec["stride"][:rank]) == [math.prod(buf.shape[d + 1:]) for d in range(rank)]
+        assert list(rec["stride"][:rank]) == [math.prod(buf.shape[d + 1 :]) for d in range(rank)]
         if buf.kind is not BufferKind.ACTIVATION:
             raw = bound[buf.id].contiguous().reshape(-1).view(torch.uint8).numpy()
             assert np.array_equal(got.storage(buf_ix[buf.id], raw.size), raw), buf.name
@@ -103,10 +112,12 @@ def test_a_fused_recipe_becomes_steps_over_table_indices_with_zeroed_scratch() -
     x = b.new_buffer("x", BK.IO_INPUT, DType.F32, (1, 4))
     y = b.new_buffer("y", BK.IO_INPUT, DType.F32, (1, 4))
     z = b.new_buffer("z", BK.IO_OUTPUT, DType.F32, (1, 4))
-    recipe = {"steps": [
-        {"op": "ADD", "args": [{"in": 0}, {"in": 1}], "out": 0, "out_dtype": "float16"},
-        {"op": int(InstructionKind.MUL), "args": [{"s": 0}], "out": "final", "params": {"scale": 2.0}},
-    ]}
+    recipe = {
+        "steps": [
+            {"op": "ADD", "args": [{"in": 0}, {"in": 1}], "out": 0, "out_dtype": "float16"},
+            {"op": int(InstructionKind.MUL), "args": [{"s": 0}], "out": "final", "params": {"scale": 2.0}},
+        ]
+    }
     b.add_task(InstructionKind.FUSED, [x, y], [z], params={"recipe": recipe})
     program = b.build()
     got = unpack(pack(program, _bound(program), _unsafe_skip_validation=True).tobytes())

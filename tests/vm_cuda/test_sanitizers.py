@@ -35,18 +35,28 @@ VARIANTS = ("tsan", "asan")
 REPORTS = ("WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
 
 
-def _run(program: MegakernelProgram, variant: str, weights: Any, inputs: Any, timeout_s: float = 30.0,
-         unsafe: bool = False) -> tuple[dict[str, torch.Tensor], RunStatus, str]:
+def _run(
+    program: MegakernelProgram,
+    variant: str,
+    weights: Any,
+    inputs: Any,
+    timeout_s: float = 30.0,
+    unsafe: bool = False,
+) -> tuple[dict[str, torch.Tensor], RunStatus, str]:
     bound = bind(program, weights, inputs, {}, set(writers_by_buffer(program)))
-    image = Packer(program, max_blocks=CPU_MAX_BLOCKS, _unsafe_skip_validation=unsafe).image(bound,
-                                                                                            timeout_s=timeout_s)
+    image = Packer(program, max_blocks=CPU_MAX_BLOCKS, _unsafe_skip_validation=unsafe).image(
+        bound, timeout_s=timeout_s
+    )
     data, proc = run_driver(image, variant)
     report = proc.stderr
     assert proc.returncode == 0 or any(r in report for r in REPORTS), (proc.returncode, report[-2000:])
     if proc.returncode != 0:
         return {}, RunStatus("FAULT", "sanitizer"), report
-    out = {b.name: image.tensor(k, data) for k, b in enumerate(program.buffers)
-           if b.kind in (BufferKind.IO_OUTPUT, BufferKind.KV_CACHE)}
+    out = {
+        b.name: image.tensor(k, data)
+        for k, b in enumerate(program.buffers)
+        if b.kind in (BufferKind.IO_OUTPUT, BufferKind.KV_CACHE)
+    }
     return out, decode(data, program), report
 
 
@@ -81,7 +91,7 @@ def test_fuzzed_valid_programs_run_clean(cxx: str, variant: str) -> None:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_watchdog_path_runs_clean(cxx: str, variant: str) -> None:
-    out, status, report = _run(_cycle(), variant, {}, {"x": torch.ones(1, 4)}, timeout_s=0.3, unsafe=True)
+    _, status, report = _run(_cycle(), variant, {}, {"x": torch.ones(1, 4)}, timeout_s=0.3, unsafe=True)
     assert not any(r in report for r in REPORTS), report[-4000:]
     assert status.kind == "TIMEOUT"
 
