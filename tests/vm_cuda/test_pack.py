@@ -102,6 +102,20 @@ def test_unpacking_the_image_gives_back_the_program(program: MegakernelProgram) 
         if buf.kind is not BufferKind.ACTIVATION:
             raw = bound[buf.id].contiguous().reshape(-1).view(torch.uint8).numpy()
             assert np.array_equal(got.storage(buf_ix[buf.id], raw.size), raw), buf.name
+    _check_pages(program, got.buffers, buf_ix)
+
+
+def _check_pages(program: MegakernelProgram, table: np.ndarray, buf_ix: dict[int, int]) -> None:
+    """ACTIVATION buffers on one page share storage; every other buffer has its own (spec §4)."""
+    page_of = program.pages.buffer_to_page if program.pages is not None else {}
+    starts: dict[int, set[int]] = {}
+    for buf in program.buffers:
+        if buf.kind is BufferKind.ACTIVATION and buf.id in page_of:
+            starts.setdefault(page_of[buf.id], set()).add(int(table[buf_ix[buf.id]]["ptr"]))
+    assert all(len(s) == 1 for s in starts.values()), starts
+    own = [int(table[buf_ix[b.id]]["ptr"]) for b in program.buffers if b.id not in page_of]
+    shared = {p for s in starts.values() for p in s}
+    assert len(set(own)) == len(own) and not set(own) & shared
 
 
 def test_a_fused_recipe_becomes_steps_over_table_indices_with_zeroed_scratch() -> None:
