@@ -656,3 +656,25 @@ def test_zero_valued_params_are_values_not_absences() -> None:
     ops = attention_operands(g, DType.F32, 2, 2, 4, 5, None)
     params = {"head_dim": 4, "n_heads": 2, "n_kv_heads": 2, "kv_start": 0, "kv_len": 3, "scale": 0.0}
     check(K.ATTENTION_TILE, ops, [out("o", DType.F32, (1, 8))], params)
+
+
+@pytest.mark.parametrize("threads", [64, 100])
+def test_wide_blocks(threads: int) -> None:
+    """Blocks wider than a warp: GEMV thread groups take pairs in passes (100: a partial group),
+    and the block reductions run deeper trees."""
+    g = gen(32)
+    check(
+        K.GEMV_TILE,
+        [inp("x", DType.F32, (1, 70), g), inp("w", DType.BF16, (5, 70), g, BK.WEIGHT)],
+        [out("y", DType.F32, (1, 5))],
+        {"K": 70, "N_tile": 5, "n_off": 0},
+        threads,
+    )
+    norm = [inp("x", DType.F16, (2, 300), g), inp("w", DType.F32, (300,), g, BK.WEIGHT)]
+    check(K.RMSNORM, norm, [out("y", DType.F32, (2, 300))], {"hidden": 300, "eps": 1e-6}, threads)
+    ops = attention_operands(g, DType.F32, 4, 2, 8, 150, None)
+    params = {"head_dim": 8, "n_heads": 4, "n_kv_heads": 2, "kv_start": 3, "kv_len": 140, "scale": 0.3}
+    check(K.ATTENTION_TILE, ops, [out("o", DType.F32, (1, 32))], params, threads)
+    check(
+        K.SAMPLE_ARGMAX, [inp("logits", DType.F32, (2, 333), g)], [out("tok", DType.I32, (2,))], {}, threads
+    )

@@ -2,8 +2,9 @@
 
 One program holds an independent task of each of the 20 opcodes (plus the quantized GEMV
 paths), spread over the CPU build's blocks so they run concurrently; each sanitized driver
-must report nothing, finish OK and match the ReferenceVM. Block sizes 3 and 4: the
-block reductions run with a non-power-of-two block too.
+must report nothing, finish OK and match the ReferenceVM. Block sizes 3, 4 and 40: the
+block reductions run with a non-power-of-two block, and GEMV thread groups of a warp
+take their pairs in passes with a partial group left idle.
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ def test_the_merged_program_names_every_opcode() -> None:
 def test_every_opcode_runs_clean_under_the_sanitizers(cxx: str, variant: str) -> None:
     prog, weights, inputs, kv = merged(cases())
     ref = ReferenceVM(prog).run(clone(weights), clone(inputs), clone(kv))
-    for threads in (3, 4):
+    for threads in (3, 4, 40):
         got, status, report = sanitized_run(prog, variant, weights, inputs, kv, threads)
         assert not any(r in report for r in REPORTS), report[-4000:]
         assert status.kind == "OK", status.detail

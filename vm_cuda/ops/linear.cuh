@@ -100,8 +100,10 @@ AMK_DEV int amk_tile_setup(const amk_op_ctx& c, amk_tile* t) {
   return 0;
 }
 
-/* GEMV_TILE / GEMM_TILE. Many (row, column) pairs: one thread per pair; few: the block splits
- * into groups of blockDim / pairs threads that split K and sum their partials in order. */
+/* GEMV_TILE / GEMM_TILE. Many (row, column) pairs: one thread per pair. Few (decode): groups of
+ * g threads (g ≥ a warp where the block allows, so consecutive threads read consecutive weights)
+ * split K for one pair and sum their partials in a fixed order; the groups take the pairs in
+ * passes. */
 AMK_OP_FN int amk_op_linear_tile(const amk_op_ctx& c) {
   amk_tile t;
   int f = amk_tile_setup(c, &t);
@@ -115,19 +117,24 @@ AMK_OP_FN int amk_op_linear_tile(const amk_op_ctx& c) {
     }
     return 0;
   }
-  if (pairs == 0) return 0;
   float* red = amk_red_f(c);
-  const int64_t g = nt / pairs;
-  const int64_t tid = threadIdx.x, p = tid / g, lane = tid - p * g;
-  const int64_t xr = p / t.n_tile, col = p - xr * t.n_tile;
-  red[tid] = p < pairs ? amk_tile_dot(t, xr, col, lane, g) : 0.0f;
-  __syncthreads();
-  if (p < pairs && lane == 0) {
-    float s = 0.0f;
-    for (int64_t l = 0; l < g; ++l) s += red[tid + l];
-    amk_tile_store(t, xr, col, s);
+  const int64_t warp = nt < 32 ? nt : 32;
+  const int64_t g = pairs > 0 && nt / pairs > warp ? nt / pairs : warp;
+  const int64_t groups = nt / g;
+  const int64_t tid = threadIdx.x, q = tid / g, lane = tid - q * g;
+  for (int64_t p0 = 0; p0 < pairs; p0 += groups) {
+    const int64_t p = p0 + q;
+    const bool mine = q < groups && p < pairs;
+    const int64_t xr = mine ? p / t.n_tile : 0, col = mine ? p - xr * t.n_tile : 0;
+    red[tid] = mine ? amk_tile_dot(t, xr, col, lane, g) : 0.0f;
+    __syncthreads();
+    if (mine && lane == 0) {
+      float s = 0.0f;
+      for (int64_t l = 0; l < g; ++l) s += red[tid + l];
+      amk_tile_store(t, xr, col, s);
+    }
+    __syncthreads();
   }
-  __syncthreads();
   return 0;
 }
 
