@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import re
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,6 @@ from amkspec.ir import AmkspecError
 from vm_cuda.build import SOURCE_DIR, build_cubin
 from vm_cuda.pack import Image, relocate
 
-CTL_BYTES = 16
-"""``AMK_CTL_BYTES``: the kernel's control words before the op scratch in dynamic shared memory."""
 DEFAULT_THREADS_PER_BLOCK = 256
 _COOPERATIVE_LAUNCH_ATTR = 95  # CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
 _MAX_DYNAMIC_SMEM_ATTR = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -34,13 +33,24 @@ class CudaUnavailable(AmkspecError, RuntimeError):
     """No usable GPU path here (no pycuda, no driver, no device, or no cooperative launch)."""
 
 
-def op_smem_bytes() -> int:
-    """``AMK_OP_SMEM_BYTES`` as the opcode headers define it."""
-    for path in sorted((SOURCE_DIR / "ops").glob("*.cuh")):
-        found = re.search(r"#define\s+AMK_OP_SMEM_BYTES\s+(\d+)", path.read_text())
+def _define(name: str, paths: list[Path]) -> int | None:
+    for path in paths:
+        found = re.search(rf"#define\s+{name}\s+(\d+)", path.read_text())
         if found:
             return int(found.group(1))
-    return 1024  # the stub dispatch's value (megakernel.cu, AMK_STUB_OPS)
+    return None
+
+
+def kernel_smem_bytes() -> int:
+    """Dynamic shared memory per block: the kernel's control words (``AMK_CTL_BYTES``,
+    megakernel.cu) plus the opcodes' scratch (``AMK_OP_SMEM_BYTES``, from ``ops/`` when present,
+    else the stub dispatch's value in megakernel.cu) — read from the sources, defined there once."""
+    kernel = [SOURCE_DIR / "megakernel.cu"]
+    ctl = _define("AMK_CTL_BYTES", kernel)
+    ops = _define("AMK_OP_SMEM_BYTES", sorted((SOURCE_DIR / "ops").glob("*.cuh")) + kernel)
+    if ctl is None or ops is None:
+        raise CudaUnavailable("AMK_CTL_BYTES / AMK_OP_SMEM_BYTES not found in the kernel sources")
+    return ctl + ops
 
 
 @cache
@@ -101,7 +111,7 @@ class CudaRuntime:
             self.cubin, self.ptxas_log = build_cubin(self.arch)
             self.module = drv.module_from_file(str(self.cubin))  # PyCUDA loads (and checks) the module
             self.threads_per_block = threads_per_block or DEFAULT_THREADS_PER_BLOCK
-            self.smem_bytes = CTL_BYTES + op_smem_bytes()
+            self.smem_bytes = kernel_smem_bytes()
             self.sm_count = self.device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
             self._function = self._driver_function()
             self.max_blocks = self.max_coresident_blocks()

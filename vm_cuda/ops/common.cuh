@@ -32,7 +32,7 @@
 #define AMK_FAULT_NONE 0
 #define AMK_FAULT_OPCODE 1  /* unknown opcode, or a FUSED step that is FUSED */
 #define AMK_FAULT_OPERAND 2 /* missing operand / buffer id outside the table / bad buffer record */
-#define AMK_FAULT_DTYPE 3   /* a dtype the op cannot read or write */
+#define AMK_FAULT_DTYPE 3   /* a buffer dtype code no op knows */
 #define AMK_FAULT_SHAPE 4   /* shapes that do not fit the op (the reference raises) */
 #define AMK_FAULT_PARAM 5   /* a required param is absent, or a param value is unusable */
 #define AMK_FAULT_INDEX 6   /* an index read from data is out of range (EMBED ids) */
@@ -136,11 +136,9 @@ AMK_DEV int64_t amk_value_index(const amk_store_map& m, int64_t out_flat) {
  * tensor whose last dim is ceil(K/2) (amkspec.semantics.dtypes.storage_shape). */
 struct amk_view {
   unsigned char* p;
-  int32_t dt; /* storage dtype: I4 reads as U8 */
-  int32_t logical_dt;
-  amk_shape s;     /* storage shape */
-  amk_shape logical;
-  int64_t n; /* storage element count */
+  int32_t dt;  /* storage dtype: I4 reads as U8 */
+  amk_shape s; /* storage shape */
+  int64_t n;   /* storage element count */
 };
 
 AMK_DEV bool amk_dtype_known(int32_t dt) {
@@ -150,9 +148,10 @@ AMK_DEV bool amk_dtype_known(int32_t dt) {
 AMK_DEV int amk_view_of(const amk_op_ctx& c, int32_t id, amk_view* v) {
   if (id < 0 || id >= c.n_buffers) return AMK_FAULT_OPERAND;
   const amk_buffer_t& b = c.buffers[id];
-  if (b.rank < 0 || b.rank > AMK_MAX_RANK || !amk_dtype_known(b.dtype)) return AMK_FAULT_OPERAND;
-  v->logical.rank = b.rank;
-  for (int i = 0; i < AMK_MAX_RANK; ++i) v->logical.d[i] = i < b.rank ? b.shape[i] : 0;
+  if (b.rank < 0 || b.rank > AMK_MAX_RANK) return AMK_FAULT_OPERAND;
+  if (!amk_dtype_known(b.dtype)) return AMK_FAULT_DTYPE;
+  v->s.rank = b.rank;
+  for (int i = 0; i < AMK_MAX_RANK; ++i) v->s.d[i] = i < b.rank ? b.shape[i] : 0;
   int64_t expect = 1;
   for (int i = b.rank - 1; i >= 0; --i) {
     if (b.shape[i] < 0) return AMK_FAULT_OPERAND;
@@ -160,8 +159,6 @@ AMK_DEV int amk_view_of(const amk_op_ctx& c, int32_t id, amk_view* v) {
     expect *= b.shape[i];
   }
   if (expect != b.numel) return AMK_FAULT_OPERAND;
-  v->s = v->logical;
-  v->logical_dt = b.dtype;
   v->dt = b.dtype;
   if (b.dtype == AMK_DT_I4) {
     v->dt = AMK_DT_U8;
@@ -192,22 +189,9 @@ enum amk_param_bit {
   AMK_P_QDTYPE, AMK_P_GROUP, AMK_P_FLAGS, AMK_P_DIM, AMK_P_EPS, AMK_P_SCALE, AMK_P_THETA
 };
 
-/* Whether the task sets a param (the reference applies its default only when it is absent).
- * Without a presence mask in the ABI a nonzero value is taken as present. */
-AMK_DEV bool amk_has(const amk_instruction_t* ins, int bit) {
-#ifdef AMK_HAVE_PARAM_MASK
-  return (ins->param_mask >> bit) & 1;
-#else
-  const amk_params_t& p = ins->params;
-  if (bit >= AMK_P_EPS) {
-    float f = bit == AMK_P_EPS ? p.eps : (bit == AMK_P_SCALE ? p.scale : p.theta);
-    return f != 0.0f;
-  }
-  int32_t words[19];
-  memcpy(words, &p, sizeof(words));
-  return words[bit] != 0;
-#endif
-}
+/* Whether the task sets a param (the reference applies its default only when it is absent):
+ * the packer's presence mask, bit i = amkspec.ir.PARAM_LAYOUT[i]. */
+AMK_DEV bool amk_has(const amk_instruction_t* ins, int bit) { return (ins->param_mask >> bit) & 1; }
 
 AMK_DEV int32_t amk_param_i(const amk_instruction_t* ins, int bit, int32_t dflt) {
   if (!amk_has(ins, bit)) return dflt;
