@@ -23,7 +23,9 @@ from amkspec.ir import AmkspecError
 SOURCE_DIR = Path(__file__).resolve().parent
 """``vm_cuda/``: the kernel sources (also shipped as package data)."""
 
-COMMON_FLAGS = ("-std=c++20", "-x", "c++", "-pthread", "-Wall", "-Wextra", "-Werror", "-DAMK_CPU_BUILD")
+# No -Werror here: host compilers differ in their false positives (-Wmaybe-uninitialized at -O2),
+# and a warning must not take the CPU build away; the nvcc build is the -Werror gate (test_nvcc).
+COMMON_FLAGS = ("-std=c++20", "-x", "c++", "-pthread", "-Wall", "-Wextra", "-DAMK_CPU_BUILD")
 VARIANTS: dict[str, tuple[str, ...]] = {
     "release": ("-O2",),
     "tsan": ("-O1", "-g", "-fsanitize=thread"),
