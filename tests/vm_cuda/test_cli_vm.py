@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from amkspec.cli import main
 from tests.conftest import FIXTURES
+from vm_cuda import MegakernelVM
 from vm_cuda.cuda import unavailable_reason
 
 
@@ -57,3 +59,13 @@ def test_vm_cuda_without_a_gpu_is_one_clear_error() -> None:
     result = _cli("decode", "toy", "--prompt", "7", "--steps", "1", "--vm", "cuda")
     assert result.exit_code == 2
     assert "--vm cuda:" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.skipif(unavailable_reason() is None, reason="a GPU is present: see test_gpu.py")
+def test_the_cuda_backend_without_a_gpu_raises_one_clear_error() -> None:
+    from amkspec import load
+    from tests.conftest import EXAMPLES
+    from vm_cuda.cuda import CudaUnavailable
+
+    with pytest.raises(CudaUnavailable, match=re.escape(str(unavailable_reason()))):
+        MegakernelVM(load(EXAMPLES / "spec_example.json"), "cuda")
