@@ -100,3 +100,22 @@ def test_tsan_sees_the_race_of_a_program_forced_past_the_validator(cxx: str) -> 
     racy = chain(scale_waits=False)  # the second MUL reads y without waiting for its writer
     _, _, report = _run(racy, "tsan", {}, {"x": torch.ones(1, 4)}, unsafe=True)
     assert "WARNING: ThreadSanitizer: data race" in report
+
+
+def test_asan_sees_an_out_of_bounds_write_of_a_corrupted_image(cxx: str) -> None:
+    """The ASan driver is really checking: a buffer record claiming more elements than its storage
+    (which no validated program produces) makes the COPY write past the end of the image."""
+    from amkspec.ir import DType, InstructionKind, ProgramBuilder
+    from vm_cuda.pack import unpack
+
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    z = b.new_buffer("z", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    b.add_task(InstructionKind.COPY, [x], [z])
+    program = b.build()
+    image = Packer(program, max_blocks=1).image(bind(program, {}, {"x": torch.ones(1, 4)}, {}, {z}))
+    table = unpack(image.data).buffers
+    for rec in table:
+        rec["shape"][1] = rec["numel"] = 4096
+    _, proc = run_driver(image, "asan")
+    assert proc.returncode != 0 and "ERROR: AddressSanitizer" in proc.stderr, proc.stderr[-2000:]
