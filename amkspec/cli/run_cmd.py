@@ -72,6 +72,31 @@ def read_config(path: str | None) -> ScheduleConfig | None:
     return config
 
 
+VM_NAMES = click.Choice(["reference", "cpu-kernel", "cuda"])
+"""``--vm``: the ReferenceVM, the megakernel's CPU build, or the megakernel on a GPU (spec §8)."""
+
+
+def vm_option(func: Any) -> Any:
+    """``--vm reference|cpu-kernel|cuda``."""
+    return click.option("--vm", "vm_name", type=VM_NAMES, default="reference", show_default=True,
+                        help="VM to run on: the ReferenceVM or the megakernel (CPU build or GPU).")(func)
+
+
+def make_vm(vm_name: str, prog: MegakernelProgram, policy: Policy) -> Any:
+    """The VM ``--vm`` names for ``prog``; an unusable megakernel backend fails with exit 2."""
+    from amkspec.vm import ReferenceVM
+
+    if vm_name == "reference":
+        return ReferenceVM(prog, policy=policy)
+    from vm_cuda import BuildError, MegakernelVM
+    from vm_cuda.cuda import CudaUnavailable
+
+    try:
+        return MegakernelVM(prog, backend="cpu" if vm_name == "cpu-kernel" else "cuda")
+    except (BuildError, CudaUnavailable) as exc:
+        fail(f"--vm {vm_name}: {str(exc).splitlines()[0]}")
+
+
 def _policy(name: str, seed: int) -> Policy:
     from amkspec.vm import ListOrder, SeededRandom
 
@@ -223,15 +248,16 @@ def weights_cmd(model: str, dtype: str | None, seed: int | None, quant: str | No
 @click.option("--steps", type=int, default=1, show_default=True, help="Greedy launches (see module doc).")
 @click.option("--policy", type=click.Choice(["list", "random"]), default="list", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --policy random.")
+@vm_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Outputs as .npz.")
 @clean_errors
 def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | None, steps: int, policy: str,
-            seed: int, output: str | None) -> None:
-    """Run PROGRAM on the ReferenceVM; print each launch's argmax; exit 1 if it is refused or stuck."""
+            seed: int, vm_name: str, output: str | None) -> None:
+    """Run PROGRAM on the ReferenceVM (or --vm); print each launch's argmax; exit 1 if refused or stuck."""
     import torch
 
     from amkspec.lower import lower
-    from amkspec.vm import DeadlockError, ExecutionError, ReferenceVM, RefusedProgram
+    from amkspec.vm import DeadlockError, ExecutionError, RefusedProgram
 
     prog = load_program(program)
     if steps < 1:
@@ -253,7 +279,7 @@ def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | No
                          dtype=DType[first.meta["dtype"]], B=len(inputs["token_id"]), quant=quant,
                          compat=compat)
         try:
-            vm = ReferenceVM(prog, policy=_policy(policy, seed))
+            vm = make_vm(vm_name, prog, _policy(policy, seed))
             out = vm.run(weights, inputs, kv)
         except RefusedProgram as exc:
             fail(f"{program}: refused: {str(exc).splitlines()[0]}", EXIT_REJECTED)
@@ -267,7 +293,7 @@ def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | No
             nxt = out["logits"].float().argmax(-1).reshape(-1).to(torch.int32)
             line += f": argmax {nxt.tolist()}"
             inputs = {**inputs, "token_id": nxt.numpy(), "pos": np.asarray(inputs["pos"]) + 1}
-        stats = vm.last_stats
+        stats = getattr(vm, "last_stats", None)
         if stats is not None:
             line += f" (numerics {stats.compute_s * 1e3:.2f} ms, scheduling {stats.sched_s * 1e3:.2f} ms)"
         click.echo(line)
@@ -293,11 +319,13 @@ def _step_line(step: DecodeStep) -> str:
 @click.option("--policy", type=click.Choice(["list", "random"]), default="list", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @quant_options
+@vm_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report instead of lines.")
 @clean_errors
 def decode_cmd(model: str, prompt: str, steps: int, config_path: str | None, target: str | None, dtype: str,
-               policy: str, seed: int, quant: str | None, group: int, as_json: bool) -> None:
-    """Greedy-decode MODEL on the ReferenceVM and the eager model side by side; exit 1 if they disagree."""
+               policy: str, seed: int, quant: str | None, group: int, vm_name: str, as_json: bool) -> None:
+    """Greedy-decode MODEL on the ReferenceVM (or --vm) and the eager model side by side; exit 1 if they
+    disagree."""
     from amkspec.lower.decode import greedy_decode
 
     try:
@@ -306,7 +334,8 @@ def decode_cmd(model: str, prompt: str, steps: int, config_path: str | None, tar
         fail(f"--prompt: expected comma-separated integers, got {prompt!r}")
     run = greedy_decode(model, tokens, steps, config=read_config(config_path), target=target,
                         dtype=DType[dtype], quant=_quant(quant, group), policy=_policy(policy, seed),
-                        on_step=None if as_json else lambda s: click.echo(_step_line(s)))
+                        on_step=None if as_json else lambda s: click.echo(_step_line(s)),
+                        make_vm=lambda p: make_vm(vm_name, p, _policy(policy, seed)))
     if as_json:
         echo_json({"model": model, "dtype": dtype, "agree": run.agree, "generated": run.generated[0],
                    "steps": [{"pos": s.pos, "fed": list(s.fed), "vm_next": list(s.vm_next),

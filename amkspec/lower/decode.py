@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 import torch
 
-from amkspec.ir import BufferKind, DType, GpuTarget, ScheduleConfig
+from amkspec.ir import BufferKind, DType, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.lower.lowering import LoweringError, lower, resolve_model
 from amkspec.models import EagerDecoder, LogitCheck, ModelConfig, compare_logits, make_weights
 from amkspec.models.quant import QuantSpec, quantize_weights
@@ -87,11 +87,14 @@ def greedy_decode(
     policy: Policy | None = None,
     eager: bool = True,
     on_step: Callable[[DecodeStep], None] | None = None,
+    make_vm: Callable[[MegakernelProgram], Any] | None = None,
 ) -> DecodeRun:
     """Generate ``steps`` tokens after ``prompt`` (one list, or B equal-length lists) on the ReferenceVM.
 
     ``weights`` (default: the model's deterministic ones) are floating point; with ``quant`` the
     program gets their quantized levels and the eager model their dequantized values.
+    ``make_vm`` builds the VM of each launch (default: a ReferenceVM under ``policy``); any object
+    with ReferenceVM's ``run`` will do (e.g. ``vm_cuda.MegakernelVM``).
     """
     m = resolve_model(model)
     rows = _prompts(prompt)
@@ -112,7 +115,7 @@ def greedy_decode(
     fed = [r[0] for r in rows]
     for pos in range(launches):
         prog = lower(m, target, config, pos=pos, dtype=dtype, B=len(rows), quant=quant)
-        vm = ReferenceVM(prog, policy=policy)
+        vm = make_vm(prog) if make_vm is not None else ReferenceVM(prog, policy=policy)
         out = vm.run(w, step_inputs(pos, fed), kv)
         kv = {b.name: out[b.name] for b in prog.buffers if b.kind is BufferKind.KV_CACHE}
         logits = out["logits"]
@@ -122,7 +125,7 @@ def greedy_decode(
             expected = ref.step(fed)
             eager_next = tuple(int(i) for i in expected.float().argmax(-1).reshape(-1))
             check = compare_logits(logits, expected, dtype)
-        stats = vm.last_stats
+        stats = getattr(vm, "last_stats", None)
         step = DecodeStep(pos, tuple(fed), vm_next, eager_next, check,
                           stats.sched_s if stats else 0.0, stats.compute_s if stats else 0.0)
         run.steps.append(step)

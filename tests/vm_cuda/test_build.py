@@ -1,0 +1,58 @@
+"""The CPU build (spec §8.6): cached by a hash of the sources and flags, rebuilt when they change."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vm_cuda import build
+from vm_cuda.build import BuildError
+
+
+def _copy_sources(dst: Path) -> None:
+    """The kernel sources without the opcodes (the stub dispatch compiles in a second)."""
+    shutil.copytree(build.SOURCE_DIR, dst, ignore=shutil.ignore_patterns("*.py", "__pycache__", "ops"))
+
+
+def test_the_library_is_cached_and_rebuilt_when_a_source_changes(
+    cxx: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src"
+    _copy_sources(src)
+    monkeypatch.setattr(build, "SOURCE_DIR", src)
+    monkeypatch.setenv("AMKSPEC_CACHE", str(tmp_path / "cache"))
+    first = build.build_library()
+    assert first.exists() and build.build_library() == first
+    stamp = first.stat().st_mtime_ns
+    (src / "abi.h").write_text((src / "abi.h").read_text() + "\n/* changed */\n")
+    second = build.build_library()
+    assert second != first and second.exists()
+    assert first.stat().st_mtime_ns == stamp  # the old build is left alone, not rebuilt in place
+
+
+def test_a_compile_error_is_a_build_error_with_the_compiler_output(
+    cxx: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src"
+    _copy_sources(src)
+    (src / "megakernel.cu").write_text((src / "megakernel.cu").read_text() + "\nthis is not C++;\n")
+    monkeypatch.setattr(build, "SOURCE_DIR", src)
+    monkeypatch.setenv("AMKSPEC_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(BuildError, match="compiling the CPU build failed") as info:
+        build.build_library()
+    assert "this is not" in str(info.value)
+    assert not list((tmp_path / "cache").rglob("*.so"))
+
+
+def test_no_compiler_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(BuildError, match="no C\\+\\+ compiler"):
+        build.compiler()
+
+
+def test_an_unknown_variant_is_refused() -> None:
+    with pytest.raises(BuildError, match="unknown CPU build variant"):
+        build.build_library("debug-ish")

@@ -1,0 +1,160 @@
+"""Building the CPU build of the megakernel (spec §8.6).
+
+``megakernel.cu`` is compiled by a host C++ compiler (``$CXX``, else g++, else clang++)
+as C++20 with ``host_shim.h`` into a shared library (loaded with ctypes) or, for the
+sanitizer runs, a standalone driver executable (``cpu_driver.cpp``: image file in, image
+file out). Outputs live in a cache directory (``$AMKSPEC_CACHE``, else
+``~/.cache/amkspec``) under a key hashing every kernel source, the flags and the
+compiler's version, so a changed source rebuilds and an unchanged one is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from amkspec.ir import AmkspecError
+
+SOURCE_DIR = Path(__file__).resolve().parent
+"""``vm_cuda/``: the kernel sources (also shipped as package data)."""
+
+# No -Werror here: host compilers differ in their false positives (-Wmaybe-uninitialized at -O2),
+# and a warning must not take the CPU build away; the nvcc build is the -Werror gate (test_nvcc).
+COMMON_FLAGS = ("-std=c++20", "-x", "c++", "-pthread", "-Wall", "-Wextra", "-DAMK_CPU_BUILD")
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "release": ("-O2",),
+    "tsan": ("-O1", "-g", "-fsanitize=thread"),
+    "asan": (
+        "-O1",
+        "-g",
+        "-fno-omit-frame-pointer",
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=undefined",
+    ),
+}
+"""Build variant → its compiler flags: the normal build and the two sanitizer builds."""
+
+
+class BuildError(AmkspecError, RuntimeError):
+    """The CPU build could not be compiled (no compiler, or a compile error: the message has its output)."""
+
+
+def compiler() -> str:
+    """The host C++ compiler to use, or :class:`BuildError` if there is none."""
+    for name in (os.environ.get("CXX"), "g++", "clang++"):
+        if name and shutil.which(name):
+            return name
+    raise BuildError(
+        "no C++ compiler found for the CPU build of vm_cuda (set $CXX, or install g++ or clang++)"
+    )
+
+
+def kernel_sources() -> list[Path]:
+    """Every file the kernel's translation unit can include, in a stable order."""
+    files = [SOURCE_DIR / n for n in ("abi.h", "host_shim.h", "megakernel.cu", "cpu_driver.cpp")]
+    files += sorted((SOURCE_DIR / "ops").glob("*.cuh"))
+    return [f for f in files if f.exists()]
+
+
+def has_ops() -> bool:
+    """Whether the opcode device code (``ops/ops.cuh``) exists (else a NOP/COPY stub is compiled)."""
+    return (SOURCE_DIR / "ops" / "ops.cuh").exists()
+
+
+def cache_root() -> Path:
+    """Where built artefacts are kept."""
+    env = os.environ.get("AMKSPEC_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "amkspec"
+
+
+def _flags(variant: str) -> list[str]:
+    if variant not in VARIANTS:
+        raise BuildError(f"unknown CPU build variant {variant!r} (one of {sorted(VARIANTS)})")
+    return [*COMMON_FLAGS, *VARIANTS[variant], *([] if has_ops() else ["-DAMK_STUB_OPS"])]
+
+
+@cache
+def _version(tool: str) -> str:
+    return subprocess.run([tool, "--version"], capture_output=True, text=True, check=False).stdout
+
+
+def _key(cxx: str, flags: list[str], what: str) -> str:
+    h = hashlib.sha256()
+    h.update(_version(cxx).encode())
+    h.update("\0".join([what, *flags]).encode())
+    for f in kernel_sources():
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def _compile(cmd: list[str], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
+    os.close(fd)
+    try:
+        proc = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"compiling the CPU build failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def build_library(variant: str = "release") -> Path:
+    """The shared library of ``megakernel.cu`` for ``variant``, compiled on first use."""
+    cxx = compiler()
+    flags = [*_flags(variant), "-shared", "-fPIC"]
+    out = cache_root() / "vm_cuda" / _key(cxx, flags, "lib") / f"libamk_megakernel_{variant}.so"
+    if not out.exists():
+        _compile([cxx, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "megakernel.cu")], out)
+    return out
+
+
+def build_driver(variant: str) -> Path:
+    """The standalone driver (``cpu_driver.cpp`` + the kernel) for ``variant``, compiled on first use."""
+    cxx = compiler()
+    flags = _flags(variant)
+    out = cache_root() / "vm_cuda" / _key(cxx, flags, "driver") / f"amk_driver_{variant}"
+    if not out.exists():
+        _compile([cxx, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "cpu_driver.cpp")], out)
+    return out
+
+
+NVCC_FLAGS = ("-std=c++17", "-O3", "-cubin", "-Werror", "all-warnings", "-Xptxas", "-v", "-x", "cu")
+"""nvcc flags of the GPU module (``-arch=sm_XY`` is added per target)."""
+
+
+def nvcc() -> str | None:
+    """The nvcc executable (``$NVCC``, ``nvcc`` on PATH, ``$CUDA_HOME/bin/nvcc``), or None."""
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    for name in (os.environ.get("NVCC"), shutil.which("nvcc"), os.path.join(home, "bin", "nvcc")):
+        if name and os.path.exists(name):
+            return name
+    return None
+
+
+def build_cubin(arch: str) -> tuple[Path, str]:
+    """``megakernel.cu`` compiled by nvcc for ``arch`` (e.g. ``"sm_90"``): the cubin and ptxas's report."""
+    tool = nvcc()
+    if tool is None:
+        raise BuildError("nvcc not found (set $NVCC or $CUDA_HOME) to build the GPU megakernel")
+    flags = [*NVCC_FLAGS, f"-arch={arch}", *([] if has_ops() else ["-DAMK_STUB_OPS"])]
+    out = cache_root() / "vm_cuda" / _key(tool, flags, "cubin") / f"amk_megakernel_{arch}.cubin"
+    log = out.with_suffix(".ptxas.txt")
+    if not out.exists() or not log.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [tool, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "megakernel.cu"), "-o", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(
+                f"nvcc failed for {arch} ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}"
+            )
+        log.write_text(proc.stdout + proc.stderr)
+    return out, log.read_text()
