@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.files import read_bytes_file, write_output
 from amkspec.ir import MegakernelProgram, dumps
-from amkspec.ir.jsonio import read_bytes
 from amkspec.ir.schema import program_schema
 from amkspec.ir.summary import summarize
 
@@ -85,7 +84,7 @@ def canonical_text(prog: MegakernelProgram) -> str:
 
 
 def _read_text(path: str) -> str:
-    return read_bytes(path).decode("utf-8", errors="replace")
+    return read_bytes_file(path).decode("utf-8", errors="replace")
 
 
 @main.command()
@@ -108,7 +107,7 @@ def fmt(file: str, output: str | None, check: bool) -> None:
     if output is None:
         click.echo(text, nl=False)
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        write_output(output, text)  # in place is allowed: the write is atomic
 
 
 @main.command()
@@ -120,4 +119,4 @@ def schema(output: str | None) -> None:
     if output is None:
         click.echo(text, nl=False)
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        write_output(output, text)

@@ -25,6 +25,8 @@ import cattrs
 from cattrs.errors import ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from amkspec.ir.atomic import write_atomic
+from amkspec.ir.bounded import parse_json, read_input
 from amkspec.ir.canonical import canonical_json
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION, BufferKind, DType, InstructionKind, MemSpace
 from amkspec.ir.errors import FormatError, VersionError, VersionWarning
@@ -217,6 +219,8 @@ def _dict_hook(conv: cattrs.Converter, t: Any) -> Callable[[Any, Any], Any]:
         out = {}
         for key, item in value.items():
             k = _int_key(key) if key_t is int else key
+            if key_t is int and k in out:
+                raise _Bad([key], f"key {json.dumps(key)} repeats key {json.dumps(str(k))} (both mean {k})")
             try:
                 out[k] = item if val_t is Any else conv.structure(item, val_t)
             except Exception as exc:  # noqa: BLE001 - re-raised with its path
@@ -349,15 +353,13 @@ def to_dict(prog: MegakernelProgram) -> dict[str, Any]:
 
 
 def loads(text: str | bytes) -> MegakernelProgram:
-    """Parse JSON text into a program; FormatError/VersionError on bad input (spec §6)."""
+    """Parse JSON text into a program; FormatError/VersionError on bad input (spec §6).
+
+    The text is parsed strictly and within limits (:func:`amkspec.ir.bounded.parse_json`):
+    a repeated key, deep nesting or an over-long integer is a FormatError.
+    """
     with gc_paused():
-        try:
-            doc = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise FormatError("(root)", f"not JSON: {exc}") from None
-        except RecursionError:
-            raise FormatError("(root)", "not JSON: nested too deeply") from None
-        return from_dict(doc)
+        return from_dict(parse_json(text, nonfinite=True))
 
 
 def dumps(prog: MegakernelProgram) -> str:
@@ -381,21 +383,11 @@ def load(path: str | os.PathLike[str]) -> MegakernelProgram:
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """A file's bytes, gunzipped when they start with the gzip magic number (spec §6)."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if data[:2] == b"\x1f\x8b":
-        import gzip
-
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise FormatError("(root)", f"corrupt gzip data: {exc}") from None
-    return data
+    """A file's bytes, gunzipped when they start with the gzip magic number (spec §6), within
+    the size limits of :mod:`amkspec.ir.limits`."""
+    return read_input(path)
 
 
 def dump(prog: MegakernelProgram, path: str | os.PathLike[str]) -> None:
-    """Write a program's canonical JSON (plus a final newline) to ``path`` (spec §6)."""
-    text = dumps(prog) + "\n"
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    """Write a program's canonical JSON (plus a final newline) to ``path`` atomically (spec §6)."""
+    write_atomic(path, dumps(prog) + "\n")

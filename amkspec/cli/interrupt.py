@@ -1,0 +1,45 @@
+"""Ctrl-C during a Z3 query: stop the query and exit 130 (docs/guides/robustness.md).
+
+Z3 catches SIGINT itself during ``check()`` and answers "unknown", so Ctrl-C would be
+reported as an UNKNOWN result and the command would go on. :func:`interruptible` runs the
+query in a worker thread with Z3's own handler off: Python's KeyboardInterrupt reaches the
+main thread, which interrupts Z3 and re-raises, and the CLI's error boundary exits 130.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_POLL_S = 0.05
+
+
+def interruptible(call: Callable[[], T]) -> T:
+    """``call()`` in a worker thread; Ctrl-C interrupts Z3 and raises KeyboardInterrupt here."""
+    import z3
+
+    z3.set_param("ctrl_c", False)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="amkspec-z3", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(_POLL_S)
+    except KeyboardInterrupt:
+        z3.main_ctx().interrupt()
+        worker.join(2.0)
+        raise
+    if "error" in box:
+        raise box["error"]
+    result: T = box["result"]
+    return result
