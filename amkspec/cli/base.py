@@ -106,7 +106,7 @@ class ErrorBoundary(click.Group):
         except click.exceptions.Exit as exc:
             _flush_stdout_or_fail()
             sys.exit(exc.exit_code)
-        except BaseException as exc:  # noqa: BLE001 - the one boundary of the CLI
+        except BaseException as exc:
             if ErrorBoundary.debug and not isinstance(exc, click.ClickException):
                 raise
             message, code = describe(exc)
@@ -162,7 +162,8 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return "the input is nested too deeply", EXIT_UNUSABLE
     text = str(exc).splitlines()[0] if str(exc) else ""
     return (
-        f"internal error: {type(exc).__name__}: {text} (a bug in amkspec; rerun with --debug for a traceback)",
+        f"internal error: {type(exc).__name__}: {text} "
+        "(a bug in amkspec; rerun with --debug for a traceback)",
         EXIT_INTERNAL,
     )
 
@@ -179,7 +180,7 @@ def main() -> None:
     """amkspec: load, validate, prove, run and certify AMK megakernel programs."""
 
 
-def one_line(text: str) -> str:
+def escape_line(text: str) -> str:
     """``text`` on one line: line breaks and other control characters escaped (``\\n``)."""
     if text.isprintable():
         return text
@@ -189,7 +190,7 @@ def one_line(text: str) -> str:
 
 def fail(message: str, code: int = EXIT_UNUSABLE) -> NoReturn:
     """Print one line on stderr and exit with ``code``."""
-    click.echo(f"amkspec: error: {one_line(message)}", err=True)
+    click.echo(f"amkspec: error: {escape_line(message)}", err=True)
     sys.exit(code)
 
 

@@ -25,16 +25,17 @@ def _reason(exc: BaseException) -> str:
         path, reason = getattr(exc, "path", None), getattr(exc, "reason", None)
         return str(reason) if path == "(root)" and reason else str(exc)
     if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
+        return f"cannot read: {exc.strerror or exc}"
     return str(exc)
 
 
-def read_json_file(path: str) -> Any:
-    """The parsed JSON of a side file (certificate, trace, config, inputs), within the limits."""
+def read_json_file(path: str, what: str = "") -> Any:
+    """The parsed JSON of a side file (certificate, trace, config, inputs), within the limits;
+    ``what`` ("a JSON config") names the kind of file in the error line."""
     try:
         return load_json(path)
     except (AmkspecError, OSError) as exc:
-        fail(f"{path}: {_reason(exc)}")
+        fail(f"{path}: {f'cannot read {what}: ' if what else ''}{_reason(exc)}")
 
 
 def check_size(path: str) -> None:
@@ -45,7 +46,8 @@ def check_size(path: str) -> None:
         fail(f"{path}: {_reason(exc)}")
     cap = MAX_INPUT_BYTES.value()
     if size > cap:
-        fail(f"{path}: the file is larger than {cap} bytes (raise the limit with {MAX_INPUT_BYTES.env}=BYTES)")
+        fail(f"{path}: the file is larger than {cap} bytes "
+             f"(raise the limit with {MAX_INPUT_BYTES.env}=BYTES)")
 
 
 def read_npz(path: str) -> dict[str, Any]:
@@ -90,7 +92,7 @@ def output_file(output: str, inputs: Iterable[str | None] = ()) -> Iterator[str]
         with atomic_path(output) as tmp:
             yield tmp
     except OSError as exc:
-        fail(f"{output}: cannot write: {_reason(exc)}")
+        fail(f"{output}: cannot write: {exc.strerror or exc}")
 
 
 def write_output(output: str, data: str | bytes, inputs: Iterable[str | None] = ()) -> None:
@@ -99,7 +101,7 @@ def write_output(output: str, data: str | bytes, inputs: Iterable[str | None] = 
     try:
         write_atomic(output, data)
     except OSError as exc:
-        fail(f"{output}: cannot write: {_reason(exc)}")
+        fail(f"{output}: cannot write: {exc.strerror or exc}")
 
 
 def save_npz(output: str, arrays: Mapping[str, Any], inputs: Iterable[str | None] = ()) -> None:

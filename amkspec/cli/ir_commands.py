@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.display import display_program
 from amkspec.cli.files import read_bytes_file, write_output
 from amkspec.ir import MegakernelProgram, dumps
 from amkspec.ir.schema import program_schema
@@ -66,6 +67,8 @@ def info(file: str, as_json: bool) -> None:
     Exits 0 once the file loads (whatever the verdict), 2 if it cannot be loaded.
     """
     prog = load_program(file)
+    if not as_json:
+        prog = display_program(prog)
     summary = summarize(prog)
     v = verdict(prog)
     if as_json:

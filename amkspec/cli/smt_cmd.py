@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.display import display_program
 from amkspec.cli.files import read_json_file, refuse_inputs, write_output
 from amkspec.cli.interrupt import interruptible
 from amkspec.cli.params import TIMEOUT
@@ -33,6 +34,8 @@ def explain(file: str, as_json: bool, as_dot: bool) -> None:
     from amkspec.smt.witness import render_dot, render_text
 
     prog = load_program(file)
+    if not as_json:
+        prog = display_program(prog)
     result = interruptible(lambda: mod.explain(prog))
     if as_json:
         echo_json(result.to_dict(prog))

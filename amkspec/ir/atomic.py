@@ -20,7 +20,9 @@ class OverwriteError(AmkspecError, ValueError):
     """The output file is one of the command's input files."""
 
 
-def refuse_overwrite(output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None]) -> None:
+def refuse_overwrite(
+    output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None]
+) -> None:
     """Raise :class:`OverwriteError` when ``output`` names the same file as any of ``inputs``."""
     for item in inputs:
         if item is None:
@@ -30,7 +32,9 @@ def refuse_overwrite(output: str | os.PathLike[str], inputs: Iterable[str | os.P
         except OSError:  # one of them does not exist (yet): not the same file
             same = False
         if same:
-            raise OverwriteError(f"{os.fspath(output)}: refusing to overwrite the input file {os.fspath(item)}")
+            raise OverwriteError(
+                f"{os.fspath(output)}: refusing to overwrite the input file {os.fspath(item)}"
+            )
 
 
 @contextlib.contextmanager

@@ -130,7 +130,8 @@ def parse_json(data: str | bytes, *, nonfinite: bool = False) -> Any:
         try:
             text = data.decode(json.detect_encoding(data))
         except UnicodeDecodeError as exc:
-            raise FormatError("(root)", f"not JSON: not {exc.encoding} text ({exc.reason} at byte {exc.start})") from None
+            reason = f"not JSON: not {exc.encoding} text ({exc.reason} at byte {exc.start})"
+            raise FormatError("(root)", reason) from None
     else:
         text = data
     try:
@@ -149,7 +150,7 @@ def parse_json(data: str | bytes, *, nonfinite: bool = False) -> Any:
     return doc
 
 
-class _depth_capped:  # noqa: N801 - used as a context manager
+class _depth_capped:
     """While active, the C JSON scanner raises RecursionError past ``depth`` nested containers.
 
     The scanner counts each nested array/object against the interpreter's recursion limit,
@@ -198,7 +199,7 @@ def _find_duplicate(text: str) -> FormatError:
     return FormatError("(root)", "duplicate key")
 
 
-class _PairList(list):  # type: ignore[type-arg]
+class _PairList(list):
     """An object's ``(key, value)`` pairs, kept in order, for locating a duplicate key."""
 
 
@@ -209,11 +210,11 @@ def _walk(value: Any, path: list[str | int]) -> Iterator[tuple[list[str | int], 
         here, item = stack.pop()
         yield here, item
         if isinstance(item, _PairList):
-            stack.extend((here + [k], v) for k, v in reversed(item))
+            stack.extend(([*here, k], v) for k, v in reversed(item))
         elif isinstance(item, dict):
-            stack.extend((here + [k], v) for k, v in reversed(list(item.items())))
+            stack.extend(([*here, k], v) for k, v in reversed(list(item.items())))
         elif isinstance(item, list):
-            stack.extend((here + [i], v) for i, v in reversed(list(enumerate(item))))
+            stack.extend(([*here, i], v) for i, v in reversed(list(enumerate(item))))
 
 
 def _check_surrogates(doc: Any) -> None:

@@ -45,8 +45,14 @@ def as_tensor(value: Any, what: str) -> Tensor:
 
 
 def _lossless(src: Tensor, dst: torch.dtype) -> bool:
-    """Whether converting ``src`` to ``dst`` and back reproduces every value."""
+    """Whether converting ``src`` to ``dst`` keeps every value: integers must lie in ``dst``'s range
+    (a round trip alone would accept uint64 2**64-1 as int32 -1 and back), others must round-trip."""
     try:
+        if not src.dtype.is_floating_point and not dst.is_floating_point and src.dtype != torch.bool:
+            if src.numel() == 0:
+                return True
+            info = torch.iinfo(dst)
+            return bool(int(src.min()) >= info.min and int(src.max()) <= info.max)
         return bool(torch.equal(src.to(dst).to(src.dtype), src))
     except RuntimeError:
         return False
