@@ -26,7 +26,7 @@ def _reason(exc: BaseException) -> str:
         return str(reason) if path == "(root)" and reason else str(exc)
     if isinstance(exc, OSError):
         return f"cannot read: {exc.strerror or exc}"
-    return str(exc)
+    return str(exc) or type(exc).__name__
 
 
 def read_json_file(path: str, what: str = "") -> Any:
@@ -34,7 +34,9 @@ def read_json_file(path: str, what: str = "") -> Any:
     ``what`` ("a JSON config") names the kind of file in the error line."""
     try:
         return load_json(path)
-    except (AmkspecError, OSError) as exc:
+    except OSError as exc:
+        fail(f"{path}: cannot read{f' {what}' if what else ''}: {exc.strerror or exc}")
+    except AmkspecError as exc:
         fail(f"{path}: {f'cannot read {what}: ' if what else ''}{_reason(exc)}")
 
 
@@ -65,7 +67,7 @@ def read_npz(path: str) -> dict[str, Any]:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, MemoryError, KeyError) as exc:
-        fail(f"{path}: not a readable .npz file ({_reason(exc) or type(exc).__name__})")
+        fail(f"{path}: not a readable .npz file ({_reason(exc)})")
 
 
 def read_bytes_file(path: str) -> bytes:

@@ -55,6 +55,19 @@ MAX_INT_DIGITS = Limit(
     "max_int_digits", 40, "digits", None,
     "decimal digits of an integer in any JSON input (a uint64 has 20)",
 )
+def _half_memory() -> int:
+    """Half of this machine's physical memory (8 GiB where it cannot be known)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (AttributeError, ValueError, OSError):
+        return 8 * _GIB
+
+
+MAX_VM_BYTES = Limit(
+    "max_vm_bytes", _half_memory(), "bytes", "AMKSPEC_VM_MAX_BYTES",
+    "memory the ReferenceVM may allocate for one launch's buffers (default: half the physical "
+    "memory); a program needing more is refused before anything is allocated",
+)
 MAX_BUFFER_BYTES_NO_TARGET = Limit(
     "max_buffer_bytes_no_target", 1 << 40, "bytes", None,
     "size of one buffer of a program without a target (with a target: its hbm_bytes); "
@@ -63,6 +76,7 @@ MAX_BUFFER_BYTES_NO_TARGET = Limit(
 
 LIMITS: tuple[Limit, ...] = (
     MAX_INPUT_BYTES, MAX_DECOMPRESSED_BYTES, MAX_JSON_DEPTH, MAX_INT_DIGITS, MAX_BUFFER_BYTES_NO_TARGET,
+    MAX_VM_BYTES,
 )
 """Every limit, in the order the docs list them."""
 
@@ -73,6 +87,7 @@ ENV_VARS: tuple[str, ...] = tuple(lim.env for lim in LIMITS if lim.env is not No
 def limit_rows() -> list[tuple[str, str, str, str]]:
     """``(name, default, override, meaning)`` per limit, for the generated docs table."""
     return [
-        (lim.name, f"{lim.default:,} {lim.unit}", f"``{lim.env}``" if lim.env else "fixed", lim.meaning)
+        (lim.name, "half the physical memory" if lim is MAX_VM_BYTES else f"{lim.default:,} {lim.unit}",
+         f"``{lim.env}``" if lim.env else "fixed", lim.meaning)
         for lim in LIMITS
     ]
