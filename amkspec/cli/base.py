@@ -53,6 +53,14 @@ class _ClosedStream(io.TextIOBase):
         raise OSError(errno.EBADF, "standard output is closed")
 
 
+class _PassThrough(Exception):
+    """Carries an exception past click's handlers to the boundary (``original``)."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(original)
+        self.original = original
+
+
 class _StdoutError(Exception):
     """Writing to standard output failed (closed, a broken pipe, a full disk)."""
 
@@ -92,6 +100,8 @@ class ErrorBoundary(click.Group):
         argv = list(sys.argv[1:] if args is None else args)
         if sys.stdout is None:
             sys.stdout = _ClosedStream()
+        elif isinstance(sys.stdout, io.TextIOWrapper):  # a file name is not always valid UTF-8
+            sys.stdout.reconfigure(errors="backslashreplace")
         if not argv:
             click.echo(self.short_help_text(), err=True)
             sys.exit(EXIT_UNUSABLE)
@@ -106,14 +116,23 @@ class ErrorBoundary(click.Group):
         except click.exceptions.Exit as exc:
             _flush_stdout_or_fail()
             sys.exit(exc.exit_code)
-        except BaseException as exc:
-            if ErrorBoundary.debug and not isinstance(exc, click.ClickException):
-                raise
-            message, code = describe(exc)
-            if isinstance(exc, _StdoutError):
+        except BaseException as caught:  # noqa: BLE001 - the one boundary of the CLI
+            error = caught.original if isinstance(caught, _PassThrough) else caught
+            if ErrorBoundary.debug and not isinstance(error, click.ClickException):
+                raise error from None
+            message, code = describe(error)
+            if isinstance(error, _StdoutError):
                 _silence_stdout()
             fail(message, code)
         sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; Ctrl-C and OSErrors skip click's own handling (a blank stderr line
+        and "Aborted!", or a silent exit 1 on a broken pipe) to reach :meth:`main`."""
+        try:
+            return super().invoke(ctx)
+        except (KeyboardInterrupt, OSError) as exc:
+            raise _PassThrough(exc) from exc
 
     def short_help_text(self) -> str:
         """``usage`` plus the command list, argparse style (printed for a bare ``amkspec``)."""
