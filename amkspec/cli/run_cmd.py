@@ -183,6 +183,8 @@ def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None,
     """Lower one decode step of MODEL into a program (OPS_FACTS §9)."""
     from amkspec.lower import lower
 
+    if output:
+        refuse_inputs(output, [config_path])
     prog = lower(model, target, read_config(config_path), pos=pos, dtype=DType[dtype], B=batch,
                  quant=_quant(quant, group), compat=compat)
     if output:

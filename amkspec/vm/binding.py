@@ -52,8 +52,8 @@ def _lossless(src: Tensor, dst: torch.dtype) -> bool:
         if not src.dtype.is_floating_point and not dst.is_floating_point and src.dtype != torch.bool:
             if src.numel() == 0:
                 return True
-            info = torch.iinfo(dst)
-            return bool(int(src.min()) >= info.min and int(src.max()) <= info.max)
+            info, values = torch.iinfo(dst), src.numpy()  # numpy: torch has no min/max of uint64
+            return bool(int(values.min()) >= info.min and int(values.max()) <= info.max)
         return bool(torch.equal(src.to(dst).to(src.dtype), src))
     except RuntimeError:
         return False
