@@ -31,6 +31,7 @@ from amkspec.ir.canonical import canonical_json
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION, BufferKind, DType, InstructionKind, MemSpace
 from amkspec.ir.errors import FormatError, VersionError, VersionWarning
 from amkspec.ir.gcpause import gc_paused
+from amkspec.ir.limits import MAX_SHAPE_DIMS
 from amkspec.ir.model import (
     Buffer,
     Counter,
@@ -264,6 +265,9 @@ def _record_hooks(conv: cattrs.Converter, cls: type) -> None:
             raise _expected("an object", value)
         obj = base_s(value, cls)
         obj.extra = {k: v for k, v in value.items() if k not in known}
+        if cls is Buffer and len(obj.shape) > MAX_SHAPE_DIMS.default:
+            # its byte size (a product of up to 40-digit dims) must stay printable (spec §1.2)
+            raise _Bad(["shape"], f"more than {MAX_SHAPE_DIMS.default} dims")
         return obj
 
     def unstructure(obj: Any) -> dict[str, Any]:

@@ -68,6 +68,11 @@ MAX_VM_BYTES = Limit(
     "memory the ReferenceVM may allocate for one launch's buffers (default: half the physical "
     "memory); a program needing more is refused before anything is allocated",
 )
+MAX_SHAPE_DIMS = Limit(
+    "max_shape_dims", 64, "dims", None,
+    "length of a buffer's shape list (the ABI allows rank 4; a longer shape still loads so that "
+    "validate() can report it, up to this many dims)",
+)
 MAX_BUFFER_BYTES_NO_TARGET = Limit(
     "max_buffer_bytes_no_target", 1 << 40, "bytes", None,
     "size of one buffer of a program without a target (with a target: its hbm_bytes); "
@@ -75,8 +80,8 @@ MAX_BUFFER_BYTES_NO_TARGET = Limit(
 )
 
 LIMITS: tuple[Limit, ...] = (
-    MAX_INPUT_BYTES, MAX_DECOMPRESSED_BYTES, MAX_JSON_DEPTH, MAX_INT_DIGITS, MAX_BUFFER_BYTES_NO_TARGET,
-    MAX_VM_BYTES,
+    MAX_INPUT_BYTES, MAX_DECOMPRESSED_BYTES, MAX_JSON_DEPTH, MAX_INT_DIGITS, MAX_SHAPE_DIMS,
+    MAX_BUFFER_BYTES_NO_TARGET, MAX_VM_BYTES,
 )
 """Every limit, in the order the docs list them."""
 

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from amkspec.cli import main
-from amkspec.ir.limits import MAX_INT_DIGITS, MAX_JSON_DEPTH
+from amkspec.ir.limits import MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_SHAPE_DIMS
 from tests.conftest import EXAMPLES, ROOT
 
 PROGRAM = EXAMPLES / "decoder_layer.json"
@@ -407,14 +407,18 @@ def test_a_lone_surrogate_in_a_label_is_a_format_error(tmp_path: Path) -> None:
         assert "tasks[0].label: a string holds a lone UTF-16 surrogate" in one_error(run(command, str(bad)))
 
 
-def test_huge_weight_shapes_in_info(tmp_path: Path) -> None:
+@pytest.mark.parametrize("dims", [2, 4, 120])
+def test_huge_weight_shapes_in_info(tmp_path: Path, dims: int) -> None:
     doc = program_doc()
     weight = next(b for b in doc["buffers"] if b["kind"] == "WEIGHT")
-    weight["shape"] = [10**30, 10**30]
+    weight["shape"] = [10**39] * dims  # 120 dims: a 4,680-digit byte count
     path = write_json(tmp_path / "w.json", doc)
     for args in (("info", path), ("info", "--json", path)):
         result = run(*args)
-        assert result.exit_code == 0 and result.exception is None, result.output
+        if dims > MAX_SHAPE_DIMS.default:
+            assert f"more than {MAX_SHAPE_DIMS.default} dims" in one_error(result)
+        else:
+            assert result.exit_code == 0 and result.exception is None, result.output
 
 
 def _deep(depth: int) -> str:
@@ -461,8 +465,8 @@ def test_the_largest_seed_works(tmp_path: Path) -> None:
 
 def test_info_json_is_valid_json_for_a_nan_target(tmp_path: Path) -> None:
     doc = json.loads(PROGRAM.read_text())
+    doc["meta"]["model"] = float("nan")
     doc["target"]["hbm_bandwidth_gbs"] = float("nan")
-    doc["target"]["fp16_tflops"] = float("inf")
     path = write_json(tmp_path / "nan.json", doc)
     result = run("info", "--json", path)
     assert result.exit_code == 0, result.output
