@@ -144,7 +144,7 @@ def parse_json(data: str | bytes, *, nonfinite: bool = False) -> Any:
     except _Refused as exc:
         raise FormatError("(root)", f"not JSON: {exc}") from None
     except _Duplicate:
-        raise _find_duplicate(text) from None
+        raise _find_duplicate(text, nonfinite) from None
     if _SURROGATE.search(text):
         _check_surrogates(doc)
     return doc
@@ -183,12 +183,15 @@ def _stack_depth() -> int:
     return depth
 
 
-def _find_duplicate(text: str) -> FormatError:
+def _find_duplicate(text: str, nonfinite: bool) -> FormatError:
     """The FormatError naming the first object (in document order) that repeats a key."""
     from amkspec.ir.jsonio import format_path
 
-    with _depth_capped(MAX_JSON_DEPTH.default):
-        doc = json.loads(text, object_pairs_hook=_PairList)
+    try:
+        with _depth_capped(MAX_JSON_DEPTH.default):
+            doc = json.loads(text, object_pairs_hook=_PairList, parse_int=_int, **({} if nonfinite else _FINITE))
+    except (json.JSONDecodeError, _Refused) as exc:  # broken further on: that is the first thing to fix
+        return FormatError("(root)", f"not JSON: {exc}")
     for path, value in _walk(doc, []):
         if isinstance(value, _PairList):
             seen: set[str] = set()
