@@ -189,7 +189,8 @@ def _find_duplicate(text: str, nonfinite: bool) -> FormatError:
 
     try:
         with _depth_capped(MAX_JSON_DEPTH.default):
-            doc = json.loads(text, object_pairs_hook=_PairList, parse_int=_int, **({} if nonfinite else _FINITE))
+            strict = {} if nonfinite else _FINITE
+            doc = json.loads(text, object_pairs_hook=_PairList, parse_int=_int, **strict)
     except (json.JSONDecodeError, _Refused) as exc:  # broken further on: that is the first thing to fix
         return FormatError("(root)", f"not JSON: {exc}")
     for path, value in _walk(doc, []):

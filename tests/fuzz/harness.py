@@ -78,7 +78,8 @@ def _replace_value(data: st.DataObject, text: bytes) -> bytes:
     """Replace one JSON number or string literal with a hostile token (keeps the rest well formed)."""
     import re
 
-    literals = [m.span() for m in re.finditer(rb'-?\d+(\.\d+)?([eE][+-]?\d+)?|"(?:[^"\\]|\\.)*"', text[:200_000])]
+    literal = rb'-?\d+(\.\d+)?([eE][+-]?\d+)?|"(?:[^"\\]|\\.)*"'
+    literals = [m.span() for m in re.finditer(literal, text[:200_000])]
     if not literals:
         return text
     start, end = data.draw(st.sampled_from(literals))
@@ -118,7 +119,8 @@ def check(target: Target, payload: bytes, workdir: Path, fixed: dict[str, Path],
     """Run ``target`` on ``payload`` and assert the robustness contract; returns (exit code, stderr)."""
     path = workdir / f"fuzzed{target.suffix}"
     path.write_bytes(payload)
-    args = [a.format(f=path, out=workdir / "out.bin", **{k: str(v) for k, v in fixed.items()}) for a in target.args]
+    names = {k: str(v) for k, v in fixed.items()}
+    args = [a.format(f=path, out=workdir / "out.bin", **names) for a in target.args]
     inputs = [path, *fixed.values()]
     before = _digest(inputs)
     code, _, err = runner(args, FUZZ_ENV)
@@ -127,7 +129,7 @@ def check(target: Target, payload: bytes, workdir: Path, fixed: dict[str, Path],
     lines = err.strip().splitlines()
     assert all(line.startswith("amkspec: ") for line in lines), f"{target.name}: stderr\n{err}"
     assert sum(line.startswith("amkspec: error:") for line in lines) <= 1, f"{target.name}: stderr\n{err}"
-    assert code != 2 or any(line.startswith("amkspec: error:") for line in lines), f"{target.name}: exit 2, {err}"
+    assert code != 2 or any(line.startswith("amkspec: error:") for line in lines), f"{target.name}: {err}"
     assert _digest(inputs) == before, f"{target.name}: an input file changed"
     leftovers = [p.name for p in workdir.iterdir() if p.name.endswith(".tmp")]
     assert not leftovers, f"{target.name}: temporary files left: {leftovers}"
@@ -167,7 +169,8 @@ def targets(side: dict[str, Path]) -> list[Target]:
     out += [
         Target("info", "program", EXAMPLES / "decoder_layer.json", ("info", "{f}")),
         Target("info --json", "program", EXAMPLES / "spec_example.json", ("info", "--json", "{f}")),
-        Target("validate --json", "program", EXAMPLES / "rejected_partial_join.json", ("validate", "--json", "{f}")),
+        Target("validate --json", "program", EXAMPLES / "rejected_partial_join.json",
+               ("validate", "--json", "{f}")),
         Target("fmt", "program", EXAMPLES / "spec_example.json", ("fmt", "{f}", "-o", "{out}")),
         Target("fmt --check", "program", EXAMPLES / "spec_example.json", ("fmt", "--check", "{f}")),
         Target("certify", "program", EXAMPLES / "spec_example.json", ("certify", "{f}", "-o", "{out}")),
@@ -176,9 +179,11 @@ def targets(side: dict[str, Path]) -> list[Target]:
         Target("replay --weights", "weights", side["weights_json"],
                ("replay", "{rejected}", "{trace}", "--weights", "{f}")),
         Target("lower --config", "config", side["config"], ("lower", "toy", "--config", "{f}")),
-        Target("run:program", "program", side["toy"], ("run", "{f}", "--weights", "{weights}", "--inputs", "{inputs}")),
-        Target("run:weights", "weights", side["weights"], ("run", "{toy}", "--weights", "{f}", "--inputs", "{inputs}"),
-               suffix=".npz"),
-        Target("run:inputs", "inputs", side["inputs"], ("run", "{toy}", "--weights", "{weights}", "--inputs", "{f}")),
+        Target("run:program", "program", side["toy"],
+               ("run", "{f}", "--weights", "{weights}", "--inputs", "{inputs}")),
+        Target("run:weights", "weights", side["weights"],
+               ("run", "{toy}", "--weights", "{f}", "--inputs", "{inputs}"), suffix=".npz"),
+        Target("run:inputs", "inputs", side["inputs"],
+               ("run", "{toy}", "--weights", "{weights}", "--inputs", "{f}")),
     ]
     return out

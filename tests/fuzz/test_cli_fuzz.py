@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.harness import Target, check, make_side_files, mutate, targets
 
-EXAMPLES_PER_TARGET = 12
+EXAMPLES_PER_TARGET = 40
 """Cases per target in CI (the long run is tools/fuzz_cli.py)."""
 
 SECONDS_PER_CASE = 20.0
@@ -30,8 +30,8 @@ def side_files() -> Iterator[dict[str, Path]]:
         yield make_side_files(Path(tmp))
 
 
-_TARGETS = targets({k: Path(k) for k in
-                    ("program", "rejected", "cert", "trace", "toy", "weights", "inputs", "config", "weights_json")})
+_SIDE_NAMES = ("program", "rejected", "cert", "trace", "toy", "weights", "inputs", "config", "weights_json")
+_TARGETS = targets({k: Path(k) for k in _SIDE_NAMES})
 
 
 @pytest.mark.parametrize("name", [t.name for t in _TARGETS])
