@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _POLL_S = 0.05
+_STOP_S = 60.0
+"""How long to keep interrupting Z3 until the worker ends (it checks for cancellation often)."""
 
 
 def interruptible(call: Callable[[], T]) -> T:
@@ -36,10 +38,20 @@ def interruptible(call: Callable[[], T]) -> T:
         while worker.is_alive():
             worker.join(_POLL_S)
     except KeyboardInterrupt:
-        z3.main_ctx().interrupt()
-        worker.join(2.0)
+        _stop(worker)
         raise
     if "error" in box:
         raise box["error"]
     result: T = box["result"]
     return result
+
+
+def _stop(worker: threading.Thread) -> None:
+    """Interrupt Z3 until ``worker`` has ended: the Z3 context must not be shared by two threads."""
+    import z3
+
+    waited = 0.0
+    while worker.is_alive() and waited < _STOP_S:
+        z3.main_ctx().interrupt()
+        worker.join(_POLL_S)
+        waited += _POLL_S

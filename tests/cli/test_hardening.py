@@ -336,6 +336,7 @@ def test_ctrl_c_stops_prove_rules() -> None:
         timer.cancel()
     assert one_error(result, 130) == "amkspec: error: interrupted"
     assert time.perf_counter() - t0 < 20, "the Z3 query went on after Ctrl-C"
+    assert not any(t.name == "amkspec-z3" for t in threading.enumerate()), "the Z3 worker still runs"
 
 
 # -- 11, 12, 13 ----------------------------------------------------------------------------------------
