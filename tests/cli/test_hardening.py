@@ -321,22 +321,36 @@ def test_ctrl_c_exits_130_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -
     assert one_error(run("info", str(PROGRAM)), 130) == "amkspec: error: interrupted"
 
 
-def test_ctrl_c_stops_prove_rules() -> None:
+def test_ctrl_c_stops_prove_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     import _thread
     import threading
 
-    import amkspec.smt.theorems  # noqa: F401 - imported before the clock starts
+    import amkspec.smt.theorems as theorems
 
-    timer = threading.Timer(1.0, _thread.interrupt_main)  # Ctrl-C, as the signal handler delivers it
-    t0 = time.perf_counter()
+    started = threading.Event()
+    real_prove = theorems.prove
+
+    def prove(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        return real_prove(*args, **kwargs)
+
+    def ctrl_c() -> None:  # as the SIGINT handler delivers it, once a query runs
+        if started.wait(60):
+            time.sleep(0.5)
+            _thread.interrupt_main()
+
+    monkeypatch.setattr(theorems, "prove", prove)
+    timer = threading.Thread(target=ctrl_c, daemon=True)
     timer.start()
-    try:
-        result = run("prove-rules", "--max-tasks", "16")
-    finally:
-        timer.cancel()
+    t0 = time.perf_counter()
+    result = run("prove-rules", "--max-tasks", "16", "--theorem", "deadlock-freedom")
+    timer.join()
+    running = [t for t in threading.enumerate() if t.name == "amkspec-z3" and t.is_alive()]
+    for worker in running:
+        worker.join(120)  # never leave a Z3 query running into the next test
     assert one_error(result, 130) == "amkspec: error: interrupted"
     assert time.perf_counter() - t0 < 20, "the Z3 query went on after Ctrl-C"
-    assert not any(t.name == "amkspec-z3" for t in threading.enumerate()), "the Z3 worker still runs"
+    assert not running, "the Z3 worker still ran after the command ended"
 
 
 # -- 11, 12, 13 ----------------------------------------------------------------------------------------
