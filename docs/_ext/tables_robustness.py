@@ -15,4 +15,5 @@ def limits() -> Table:
 
 def exit_codes() -> Table:
     """The CLI's exit-code contract."""
-    return ["Exit code", "Meaning"], [[f"``{code}``", meaning] for code, meaning in EXIT_CODES]
+    return ["Exit code", "Meaning"], [[f"``{code}``", meaning.replace("--debug", "``--debug``")]
+                                      for code, meaning in EXIT_CODES]
