@@ -31,7 +31,7 @@ from amkspec.ir.canonical import canonical_json
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION, BufferKind, DType, InstructionKind, MemSpace
 from amkspec.ir.errors import FormatError, VersionError, VersionWarning
 from amkspec.ir.gcpause import gc_paused
-from amkspec.ir.limits import MAX_SHAPE_DIMS
+from amkspec.ir.limits import MAX_INT_DIGITS, MAX_SHAPE_DIMS
 from amkspec.ir.model import (
     Buffer,
     Counter,
@@ -133,9 +133,15 @@ def format_path(parts: list[PathPart]) -> str:
 
 # -- scalar hooks: JSON types are checked strictly (a bool is not an integer) ------------------
 
+_INT_BOUND = 10**MAX_INT_DIGITS.default
+"""Integer fields hold at most ``max_int_digits`` digits: byte counts stay printable."""
+
+
 def _s_int(value: Any, _: Any) -> int:
     if type(value) is not int:
         raise _expected("an integer", value)
+    if not -_INT_BOUND < value < _INT_BOUND:
+        raise _Bad([], f"an integer has more than {MAX_INT_DIGITS.default} digits")
     return value
 
 

@@ -49,11 +49,13 @@ MAX_DECOMPRESSED_BYTES = Limit(
 )
 MAX_JSON_DEPTH = Limit(
     "max_json_depth", 100, "levels", None,
-    "nesting of arrays and objects in any JSON input",
+    "nesting of arrays and objects in any JSON input (a document nested this deep always loads; "
+    "one nested more than 3 levels deeper never does: the exact cut depends on the innermost value)",
 )
 MAX_INT_DIGITS = Limit(
     "max_int_digits", 40, "digits", None,
-    "decimal digits of an integer in any JSON input (a uint64 has 20)",
+    "decimal digits of an integer field of a program (a uint64 has 20); any other JSON integer "
+    "is bounded by Python's own limit of 4,300 digits",
 )
 def _half_memory() -> int:
     """Half of this machine's physical memory (8 GiB where it cannot be known)."""

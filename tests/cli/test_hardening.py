@@ -411,7 +411,14 @@ def test_an_integer_over_4300_digits_is_a_format_error(tmp_path: Path) -> None:
     doc_text = PROGRAM.read_text().replace('"meta": {', '"meta": {"big": ' + "9" * 5000 + ", ", 1)
     bad = tmp_path / "big.json"
     bad.write_text(doc_text)
-    assert f"more than {MAX_INT_DIGITS.default} digits" in one_error(run("info", str(bad)))
+    assert "(4300 digits)" in one_error(run("info", str(bad)))
+
+
+def test_an_integer_field_is_bounded_by_the_digit_cap(tmp_path: Path) -> None:
+    doc = program_doc()
+    doc["buffers"][0]["shape"] = [10**MAX_INT_DIGITS.default]
+    line = one_error(run("info", write_json(tmp_path / "dim.json", doc)))
+    assert f"buffers[0].shape[0]: an integer has more than {MAX_INT_DIGITS.default} digits" in line
 
 
 def test_a_lone_surrogate_in_a_label_is_a_format_error(tmp_path: Path) -> None:
