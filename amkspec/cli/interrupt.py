@@ -20,25 +20,32 @@ _STOP_S = 60.0
 
 
 def interruptible(call: Callable[[], T]) -> T:
-    """``call()`` in a worker thread; Ctrl-C interrupts Z3 and raises KeyboardInterrupt here."""
+    """``call()`` in a worker thread; Ctrl-C interrupts Z3 and raises KeyboardInterrupt here.
+
+    The main thread waits on an Event, not ``Thread.join``: a join interrupted by Ctrl-C can
+    mark a still-running thread as stopped (CPython before 3.13).
+    """
     import z3
 
     z3.set_param("ctrl_c", False)
     box: dict[str, Any] = {}
+    done = threading.Event()
 
     def work() -> None:
         try:
             box["result"] = call()
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             box["error"] = exc
+        finally:
+            done.set()
 
     worker = threading.Thread(target=work, name="amkspec-z3", daemon=True)
     worker.start()
     try:
-        while worker.is_alive():
-            worker.join(_POLL_S)
+        while not done.wait(_POLL_S):
+            pass
     except KeyboardInterrupt:
-        _stop(worker)
+        _stop(done)
         raise
     if "error" in box:
         raise box["error"]
@@ -46,12 +53,12 @@ def interruptible(call: Callable[[], T]) -> T:
     return result
 
 
-def _stop(worker: threading.Thread) -> None:
-    """Interrupt Z3 until ``worker`` has ended: the Z3 context must not be shared by two threads."""
+def _stop(done: threading.Event) -> None:
+    """Interrupt Z3 until the worker is done: the Z3 context must not be shared by two threads."""
     import z3
 
     waited = 0.0
-    while worker.is_alive() and waited < _STOP_S:
+    while not done.is_set() and waited < _STOP_S:
         z3.main_ctx().interrupt()
-        worker.join(_POLL_S)
+        done.wait(_POLL_S)
         waited += _POLL_S
