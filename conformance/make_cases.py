@@ -349,6 +349,14 @@ CATALOGUE: list[Case] = [
         "an ACTIVATION bound to the page",
     ),
     (
+        "S117",
+        "buffer_beyond_hbm",
+        "an unused ACTIVATION of shape [2**31-1, 2**31-1] F32 on an 80 GB target",
+        lambda p: add_buffer(p, "huge", BufferKind.ACTIVATION, (2**31 - 1, 2**31 - 1)),
+        lambda p: add_buffer(p, "huge", BufferKind.ACTIVATION, (1 << 20, 1 << 10)),
+        "an unused 4 GiB ACTIVATION on an 80 GB target",
+    ),
+    (
         "D201",
         "no_producer",
         "a wait on a counter nobody increments",

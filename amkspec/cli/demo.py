@@ -28,7 +28,8 @@ from pathlib import Path
 import click
 
 import amkspec
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, fail, main, read_program
+from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, escape_line, fail, main, read_program
+from amkspec.cli.display import display_program
 from amkspec.cli.ir_commands import verdict, verdict_line
 from amkspec.ir import AmkspecError
 from amkspec.ir.summary import one_line
@@ -57,9 +58,9 @@ def default_examples_dir() -> Path:
 def _check_program(path: Path) -> bool:
     """Load, summarise and validate one example; True when the verdict is the expected one."""
     try:
-        prog = read_program(str(path))
-    except AmkspecError as exc:
-        click.echo(f"{path.name}: cannot be loaded: {exc}")
+        prog = display_program(read_program(str(path)))
+    except (AmkspecError, OSError) as exc:
+        click.echo(f"{path.name}: cannot be loaded: {escape_line(str(exc))}")
         return False
     click.echo(f"{path.name}: {one_line(prog)}")
     v = verdict(prog)

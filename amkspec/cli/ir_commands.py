@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.display import display_program
+from amkspec.cli.files import read_bytes_file, write_output
 from amkspec.ir import MegakernelProgram, dumps
-from amkspec.ir.jsonio import read_bytes
 from amkspec.ir.schema import program_schema
 from amkspec.ir.summary import summarize
 
@@ -77,6 +77,8 @@ def info(file: str, as_json: bool, svg: str | None, png: str | None, highlight: 
 
         for line in write_graph(prog, file, svg=svg, png=png, highlight=highlight):
             click.echo(f"wrote {line}", err=as_json)
+    if not as_json:
+        prog = display_program(prog)
     summary = summarize(prog)
     v = verdict(prog)
     if as_json:
@@ -95,7 +97,7 @@ def canonical_text(prog: MegakernelProgram) -> str:
 
 
 def _read_text(path: str) -> str:
-    return read_bytes(path).decode("utf-8", errors="replace")
+    return read_bytes_file(path).decode("utf-8", errors="replace")
 
 
 @main.command()
@@ -118,7 +120,7 @@ def fmt(file: str, output: str | None, check: bool) -> None:
     if output is None:
         click.echo(text, nl=False)
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        write_output(output, text)  # in place is allowed: the write is atomic
 
 
 @main.command()
@@ -141,4 +143,4 @@ def schema(output: str | None, of_config: bool) -> None:
     if output is None:
         click.echo(text, nl=False)
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        write_output(output, text)

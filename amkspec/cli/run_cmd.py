@@ -9,7 +9,6 @@ into its params, so feeding it a later position would be inconsistent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,9 +17,20 @@ import click
 import numpy as np
 
 import amkspec
+from amkspec import vms
 from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
 from amkspec.cli.demo import demo_step
-from amkspec.ir import IR_VERSION, TARGETS, BufferKind, DType, MegakernelProgram, ScheduleConfig
+from amkspec.cli.files import (
+    check_size,
+    output_file,
+    read_json_file,
+    read_npz,
+    refuse_inputs,
+    save_npz,
+    write_output,
+)
+from amkspec.cli.params import SEED
+from amkspec.ir import IR_VERSION, TARGETS, AmkspecError, BufferKind, DType, MegakernelProgram, ScheduleConfig
 
 if TYPE_CHECKING:  # torch is imported only when a command that needs it runs
     import torch
@@ -28,6 +38,9 @@ if TYPE_CHECKING:  # torch is imported only when a command that needs it runs
     from amkspec.lower.decode import DecodeStep
     from amkspec.models import ModelConfig
     from amkspec.vm import Policy
+
+DEFAULT_PROMPT = "7,25,103"
+"""The prompt of ``decode`` (and of the demo) when none is given."""
 
 MODEL_NAMES = click.Choice(["medium", "small", "toy", "toy-1L", "toy-2L"])
 DTYPES = click.Choice(["F32", "F16", "BF16"])
@@ -55,10 +68,7 @@ def read_config(path: str | None) -> ScheduleConfig | None:
     """A ScheduleConfig from a JSON file: the config object itself, or a program holding one."""
     if path is None:
         return None
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{path}: cannot read a JSON config: {exc}")
+    doc = read_json_file(path, "a JSON config")
     if isinstance(doc, dict) and "tasks" in doc:
         doc = doc.get("config")
     if not isinstance(doc, dict):
@@ -72,27 +82,25 @@ def read_config(path: str | None) -> ScheduleConfig | None:
     return config
 
 
-VM_NAMES = click.Choice(["reference", "cpu-kernel", "cuda"])
+VM_CHOICE = click.Choice(vms.VM_NAMES)
 """``--vm``: the ReferenceVM, the megakernel's CPU build, or the megakernel on a GPU (spec §8)."""
 
 
 def vm_option(func: Any) -> Any:
     """``--vm reference|cpu-kernel|cuda``."""
-    return click.option("--vm", "vm_name", type=VM_NAMES, default="reference", show_default=True,
+    return click.option("--vm", "vm_name", type=VM_CHOICE, default="reference", show_default=True,
                         help="VM to run on: the ReferenceVM or the megakernel (CPU build or GPU).")(func)
 
 
 def make_vm(vm_name: str, prog: MegakernelProgram, policy: Policy) -> Any:
     """The VM ``--vm`` names for ``prog``; an unusable megakernel backend fails with exit 2."""
-    from amkspec.vm import ReferenceVM
-
     if vm_name == "reference":
-        return ReferenceVM(prog, policy=policy)
-    from vm_cuda import BuildError, MegakernelVM
+        return vms.make_vm(vm_name, prog, policy=policy)
+    from vm_cuda import BuildError
     from vm_cuda.cuda import CudaUnavailable
 
     try:
-        return MegakernelVM(prog, backend="cpu" if vm_name == "cpu-kernel" else "cuda")
+        return vms.make_vm(vm_name, prog, policy=policy)
     except (BuildError, CudaUnavailable) as exc:
         fail(f"--vm {vm_name}: {str(exc).splitlines()[0]}")
 
@@ -108,23 +116,23 @@ def read_tensors(path: str) -> dict[str, Any]:
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".npz":
-            with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
+            return read_npz(path)
         if suffix == ".safetensors":
             from safetensors import SafetensorError
             from safetensors.torch import load_file
 
+            check_size(path)
             try:
                 return dict(load_file(path))
             except SafetensorError as exc:
                 raise ValueError(str(exc)) from None
         if suffix == ".json":
-            doc = json.loads(Path(path).read_text())
+            doc = read_json_file(path)
             if not isinstance(doc, dict):
                 fail(f"{path}: expected an object of name → list")
             return {str(k): np.asarray(v) for k, v in doc.items()}
-    except (OSError, ValueError) as exc:
-        fail(f"{path}: cannot read tensors: {exc}")
+    except (OSError, ValueError, MemoryError) as exc:
+        fail(f"{path}: cannot read tensors: {str(exc) or type(exc).__name__}")
     fail(f"{path}: unknown tensor file type {suffix!r} (use .npz, .safetensors or .json)")
 
 
@@ -135,17 +143,21 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
 
 
-def _save_npz(path: str, arrays: Mapping[str, Any]) -> None:
-    np.savez(path, **dict(arrays))
-
-
 def _typed_inputs(prog: MegakernelProgram, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """JSON numbers become arrays of each IO_INPUT's dtype class (int32 or float32)."""
+    """JSON numbers become arrays of each IO_INPUT's dtype class (int32 or float32); integers outside
+    int32 stay as they are, so that binding refuses them instead of wrapping around."""
     out = dict(raw)
+    int32 = np.iinfo(np.int32)
     for buf in prog.buffers:
         value = out.get(buf.name)
-        if buf.kind is BufferKind.IO_INPUT and isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
-            out[buf.name] = value.astype(np.int32 if buf.dtype.is_integer else np.float32)
+        if buf.kind is not BufferKind.IO_INPUT or not isinstance(value, np.ndarray):
+            continue
+        if value.dtype.kind not in "iuf":
+            continue
+        if not buf.dtype.is_integer:
+            out[buf.name] = value.astype(np.float32)
+        elif value.size == 0 or (int32.min <= value.min() and value.max() <= int32.max):
+            out[buf.name] = value.astype(np.int32)
     return out
 
 
@@ -195,10 +207,12 @@ def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None,
     """Lower one decode step of MODEL into a program (OPS_FACTS §9)."""
     from amkspec.lower import lower
 
+    if output:
+        refuse_inputs(output, [config_path])
     prog = lower(model, target, read_config(config_path), pos=pos, dtype=DType[dtype], B=batch,
                  quant=_quant(quant, group), compat=compat)
     if output:
-        amkspec.dump(prog, output)
+        write_output(output, amkspec.dumps(prog) + "\n", [config_path])
     else:
         click.echo(amkspec.dumps(prog))
 
@@ -206,7 +220,7 @@ def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None,
 @main.command("weights")
 @click.argument("model", type=MODEL_NAMES)
 @click.option("--dtype", type=DTYPES, default=None, help="Default: the model's dtype.")
-@click.option("--seed", type=int, default=None, help="Default: the model's seed (0).")
+@click.option("--seed", type=SEED, default=None, help="Default: the model's seed (0).")
 @quant_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz or .safetensors")
 @clean_errors
@@ -229,12 +243,13 @@ def weights_cmd(model: str, dtype: str | None, seed: int | None, quant: str | No
         from safetensors import SafetensorError
         from safetensors.torch import save_file
 
-        try:
-            save_file(weights, output)
-        except SafetensorError as exc:
-            fail(f"{output}: cannot write: {exc}")
+        with output_file(output) as tmp:
+            try:
+                save_file(weights, tmp)
+            except SafetensorError as exc:
+                fail(f"{output}: cannot write: {exc}")
     elif output.endswith(".npz"):
-        _save_npz(output, {k: _numpy(v) for k, v in weights.items()})
+        save_npz(output, {k: _numpy(v) for k, v in weights.items()})
     else:
         fail(f"{output}: use a .npz or .safetensors file name")
     click.echo(f"{output}: {len(weights)} tensors, {sum(v.numel() for v in weights.values())} parameters")
@@ -245,9 +260,10 @@ def weights_cmd(model: str, dtype: str | None, seed: int | None, quant: str | No
 @click.option("--weights", "weights_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--inputs", "inputs_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--kv", "kv_path", type=click.Path(dir_okay=False), help="KV caches by buffer name (.npz).")
-@click.option("--steps", type=int, default=1, show_default=True, help="Greedy launches (see module doc).")
+@click.option("--steps", type=click.IntRange(1), default=1, show_default=True,
+              help="Greedy launches (see module doc).")
 @click.option("--policy", type=click.Choice(["list", "random"]), default="list", show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --policy random.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of --policy random.")
 @vm_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Outputs as .npz.")
 @clean_errors
@@ -259,16 +275,19 @@ def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | No
     from amkspec.lower import lower
     from amkspec.vm import DeadlockError, ExecutionError, RefusedProgram
 
+    if output:
+        refuse_inputs(output, [program, weights_path, inputs_path, kv_path])
     prog = load_program(program)
-    if steps < 1:
-        fail("--steps must be at least 1")
     origin = relowerable(prog) if steps > 1 else None
     if steps > 1 and origin is None:
         fail(f"{program}: --steps {steps} needs a program made by `amkspec lower` (re-lowered per step)")
+    if origin is not None:
+        _check_positions(program, int(prog.meta["pos"]), steps, origin[0])
     weights = read_tensors(weights_path)
     inputs = read_tensors(inputs_path)
     if inputs_path.lower().endswith(".json"):
         inputs = _typed_inputs(prog, inputs)
+    _check_pos_input(prog, inputs, steps, inputs_path)
     kv: dict[str, Any] | None = read_tensors(kv_path) if kv_path else None
     saved: dict[str, np.ndarray] = {}
     first = prog
@@ -282,9 +301,12 @@ def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | No
             vm = make_vm(vm_name, prog, _policy(policy, seed))
             out = vm.run(weights, inputs, kv)
         except RefusedProgram as exc:
-            fail(f"{program}: refused: {str(exc).splitlines()[0]}", EXIT_REJECTED)
+            refused = f"{program}: refused: {str(exc).splitlines()[0]}"
+            fail(_partial(refused, output, saved, step), EXIT_REJECTED)
         except (DeadlockError, ExecutionError) as exc:
-            fail(f"{program}: {str(exc).splitlines()[0]}", EXIT_REJECTED)
+            fail(_partial(f"{program}: {str(exc).splitlines()[0]}", output, saved, step), EXIT_REJECTED)
+        except AmkspecError as exc:
+            fail(_partial(f"{program}: {exc}", output, saved, step))
         kv = {b.name: out[b.name] for b in prog.buffers if b.kind is BufferKind.KV_CACHE}
         prefix = f"s{step}__" if steps > 1 else ""
         saved.update({prefix + k: _numpy(v) for k, v in out.items()})
@@ -298,7 +320,55 @@ def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | No
             line += f" (numerics {stats.compute_s * 1e3:.2f} ms, scheduling {stats.sched_s * 1e3:.2f} ms)"
         click.echo(line)
     if output:
-        _save_npz(output, saved)
+        save_npz(output, saved, [program, weights_path, inputs_path, kv_path])
+
+
+def _partial(message: str, output: str | None, saved: Mapping[str, np.ndarray], done: int) -> str:
+    """``message`` plus what became of ``--output`` when launch ``done`` failed: the completed
+    launches are written (each array prefixed ``s<step>__``), or nothing is."""
+    if output is None:
+        return message
+    if not saved:
+        return f"{message}; nothing was written to {output}"
+    save_npz(output, saved)
+    return f"{message}; launches 0..{done - 1} (of those asked) were written to {output}"
+
+
+def _check_positions(program: str, pos: int, steps: int, model: ModelConfig) -> None:
+    """``--steps`` launches from ``pos`` must stay below the model's ``max_seq`` (checked before any runs)."""
+    last = pos + steps - 1
+    if last >= model.max_seq:
+        fail(f"{program}: --steps {steps} from position {pos} needs positions up to {last}, "
+             f"but model {model.name!r} has max_seq {model.max_seq}; nothing was run")
+
+
+def _check_pos_input(prog: MegakernelProgram, inputs: Mapping[str, Any], steps: int, where: str) -> None:
+    """Every value of the ``pos`` input (plus the later launches) indexes a row of each KV cache."""
+    rows = [b.shape[-3] for b in prog.buffers if b.kind is BufferKind.KV_CACHE and len(b.shape) >= 3]
+    value = inputs.get("pos")
+    if not rows or value is None or not any(b.name == "pos" for b in prog.buffers):
+        return
+    try:
+        pos = np.asarray(value)
+        if pos.dtype.kind not in "iu" or pos.size == 0:
+            return
+        lo, hi = int(pos.min()), int(pos.max()) + steps - 1
+    except (TypeError, ValueError):
+        return
+    if lo < 0 or hi >= min(rows):
+        fail(f"{where}: input 'pos' reaches position {hi if lo >= 0 else lo}, outside the KV caches' "
+             f"rows [0, {min(rows)}); nothing was run")
+
+
+def _prompt(text: str) -> list[int]:
+    """Token ids of ``--prompt`` ("1,2,3")."""
+    try:
+        tokens = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        fail(f"--prompt: expected comma-separated integers, got {text!r}")
+    if not tokens:
+        fail("--prompt: give at least one token id")
+    return tokens
 
 
 def _step_line(step: DecodeStep) -> str:
@@ -311,13 +381,13 @@ def _step_line(step: DecodeStep) -> str:
 
 @main.command("decode")
 @click.argument("model", type=MODEL_NAMES)
-@click.option("--prompt", required=True, help="Comma-separated token ids, e.g. 1,2,3.")
-@click.option("--steps", type=int, default=4, show_default=True, help="Tokens to generate.")
+@click.option("--prompt", default=DEFAULT_PROMPT, show_default=True, help="Comma-separated token ids.")
+@click.option("--steps", type=click.IntRange(1), default=4, show_default=True, help="Tokens to generate.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON.")
 @click.option("--target", type=click.Choice(sorted(TARGETS)), default=None)
 @click.option("--dtype", type=DTYPES, default="F32", show_default=True)
 @click.option("--policy", type=click.Choice(["list", "random"]), default="list", show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @quant_options
 @vm_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report instead of lines.")
@@ -328,11 +398,7 @@ def decode_cmd(model: str, prompt: str, steps: int, config_path: str | None, tar
     disagree."""
     from amkspec.lower.decode import greedy_decode
 
-    try:
-        tokens = [int(t) for t in prompt.split(",") if t.strip()]
-    except ValueError:
-        fail(f"--prompt: expected comma-separated integers, got {prompt!r}")
-    run = greedy_decode(model, tokens, steps, config=read_config(config_path), target=target,
+    run = greedy_decode(model, _prompt(prompt), steps, config=read_config(config_path), target=target,
                         dtype=DType[dtype], quant=_quant(quant, group), policy=_policy(policy, seed),
                         on_step=None if as_json else lambda s: click.echo(_step_line(s)),
                         make_vm=lambda p: make_vm(vm_name, p, _policy(policy, seed)))
@@ -361,7 +427,7 @@ def run_toy_models(examples: Path) -> bool:
     for name, dtype in (("toy", DType.F32), ("toy-2L", DType.F32), ("toy-2L", DType.BF16)):
         prog = lower(name, "rtx5090", config, pos=0, dtype=dtype)
         result = amkspec.validate(prog)
-        run = greedy_decode(name, [7, 25, 103], 4, config=config, target="rtx5090", dtype=dtype)
+        run = greedy_decode(name, _prompt(DEFAULT_PROMPT), 4, config=config, target="rtx5090", dtype=dtype)
         agree = sum(s.vm_next == s.eager_next for s in run.steps)
         ok = ok and result.ok and run.agree
         click.echo(f"{name} {dtype.name}: {len(prog.tasks)} tasks, {'valid' if result.ok else 'REJECTED'}, "

@@ -8,6 +8,10 @@ from typing import Any
 import click
 
 from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.display import display_program
+from amkspec.cli.files import read_json_file, refuse_inputs, write_output
+from amkspec.cli.interrupt import interruptible
+from amkspec.cli.params import TIMEOUT
 from amkspec.ir import MegakernelProgram
 
 
@@ -42,12 +46,14 @@ def explain(
     from amkspec.smt.witness import render_dot, render_text
 
     prog = load_program(file)
-    result = mod.explain(prog)
+    result = interruptible(lambda: mod.explain(prog))
     wrote: list[str] = []
     if svg or png or html:
         from amkspec.viz.export import write_explain
 
         wrote = write_explain(prog, result.to_dict(prog), file, svg=svg, png=png, html=html, finding=finding)
+    if not as_json:
+        prog = display_program(prog)
     if as_json:
         echo_json(result.to_dict(prog))
     elif as_dot:
@@ -90,15 +96,14 @@ def certify(file: str, output: str) -> None:
     from amkspec.proofs.certificate import CertificateError
     from amkspec.proofs.certificate import certify as make
 
+    refuse_inputs(output, [file])
     prog = load_program(file)
     _accepted(prog, file)
     try:
         cert = make(prog)
     except CertificateError as exc:
         fail(f"{file}: {exc}", EXIT_REJECTED)
-    with open(output, "w", encoding="utf-8") as fh:
-        json.dump(cert, fh, indent=1)
-        fh.write("\n")
+    write_output(output, json.dumps(cert, indent=1) + "\n", [file])
     click.echo(
         f"{output}: certificate of {len(cert['order'])} tasks, {len(cert['reads'])} reads, "
         f"{len(cert['writes'])} writer pairs, {len(cert['pages'])} page pairs"
@@ -114,11 +119,7 @@ def check_cert(file: str, cert: str) -> None:
     from amkspec.proofs.certificate import CertificateError, check_certificate
 
     prog = load_program(file)
-    try:
-        with open(cert, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{cert}: not JSON: {exc}")
+    data = read_json_file(cert)
     try:
         check_certificate(prog, data)
     except CertificateError as exc:
@@ -144,9 +145,9 @@ def check_cert(file: str, cert: str) -> None:
 @click.option("--theorem", "names", multiple=True, help="only these theorems (repeatable)")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=TIMEOUT,
     default=None,
-    help="seconds per theorem before giving up",
+    help="seconds per theorem before giving up (finite, at least 0.001)",
 )
 @click.option("--json", "as_json", is_flag=True)
 def prove_rules(
@@ -162,7 +163,10 @@ def prove_rules(
         fail(
             f"unknown theorem(s): {', '.join(sorted(unknown))}; known: {', '.join(t.name for t in THEOREMS)}"
         )
-    results = [prove(t, max_tasks, rules, timeout) for t in THEOREMS if not names or t.name in names]
+    results = [
+        interruptible(lambda t=t: prove(t, max_tasks, rules, timeout))  # type: ignore[misc]
+        for t in THEOREMS if not names or t.name in names
+    ]
     if as_json:
         echo_json(
             [

@@ -14,10 +14,11 @@ from typing import Any
 import click
 
 from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, echo_json, load_error, main, read_program
+from amkspec.cli.display import display_program
 from amkspec.ir import AmkspecError
 
 
-def _judge(path: str) -> dict[str, Any]:
+def _judge(path: str, as_json: bool) -> dict[str, Any]:
     from amkspec.proofs import validate
 
     try:
@@ -26,7 +27,7 @@ def _judge(path: str) -> dict[str, Any]:
         return {"file": path, "error": load_error(exc)}
     except OSError as exc:
         return {"file": path, "error": exc.strerror or str(exc)}
-    result = validate(prog)
+    result = validate(prog if as_json else display_program(prog))
     return {"file": path, "report": result.report(), **result.to_dict()}
 
 
@@ -35,7 +36,7 @@ def _judge(path: str) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document with a result per file.")
 def validate_command(files: tuple[str, ...], as_json: bool) -> None:
     """Validate FILE... (spec §3): exit 0 valid, 1 rejected, 2 unreadable."""
-    results = [_judge(path) for path in files]
+    results = [_judge(path, as_json) for path in files]
     for r in results:
         if "error" in r:
             click.echo(f"amkspec: error: {r['file']}: {r['error']}", err=True)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.display import display_program
+from amkspec.cli.files import read_json_file, read_npz
+from amkspec.cli.params import SEED
 from amkspec.ir import MegakernelProgram
 
 
@@ -17,17 +18,8 @@ def _arrays(path: str | None) -> dict[str, Any]:
     if path is None:
         return {}
     if path.endswith(".npz"):
-        import numpy as np
-
-        try:
-            with np.load(path) as data:
-                return {k: data[k] for k in data.files}
-        except (OSError, ValueError) as exc:
-            fail(f"{path}: not a readable .npz file ({exc})")
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{path}: {exc}")
+        return read_npz(path)
+    doc = read_json_file(path)
     if not isinstance(doc, dict):
         fail(f"{path}: expected a JSON object of named arrays")
     return doc
@@ -35,10 +27,10 @@ def _arrays(path: str | None) -> dict[str, Any]:
 
 def _trace(path: str, finding: int) -> Any:
     """The events of a trace file: a list of events, a witness, or ``explain --json`` output."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{path}: {exc}")
+    doc = read_json_file(path)
+    if isinstance(doc, dict) and "findings" not in doc and "events" not in doc:
+        fail(f"{path}: not a trace: expected a list of events, a witness object with 'events', "
+             "or the output of explain --json")
     if isinstance(doc, dict) and "findings" in doc:
         if not isinstance(doc["findings"], list):
             fail(f"{path}: 'findings' must be a list")
@@ -74,7 +66,7 @@ def _report(prog: MegakernelProgram, result: Any, as_json: bool, deadlock: str |
 @click.option("--weights", type=click.Path(dir_okay=False), help="weights by source (.npz or JSON)")
 @click.option("--inputs", type=click.Path(dir_okay=False), help="IO inputs by name (.npz or JSON)")
 @click.option("--finding", type=int, default=0, show_default=True, help="which witness of explain --json")
-@click.option("--seed", type=int, default=0, show_default=True, help="seed of synthetic weights, inputs")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="seed of synthetic weights, inputs")
 @click.option("--no-finish", is_flag=True, help="stop after the trace instead of finishing in list order")
 @click.option("--json", "as_json", is_flag=True, help="print the stale reads and conflicts as JSON")
 @clean_errors
@@ -87,6 +79,8 @@ def replay(
     from amkspec.vm import DeadlockError, replay_trace
 
     prog = load_program(program)
+    if not as_json:
+        prog = display_program(prog)
     events = _trace(trace, finding)
     try:
         result = replay_trace(prog, events, weights=_arrays(weights), inputs=_arrays(inputs), seed=seed,

@@ -14,7 +14,6 @@ applicable rather than failed (rule CONF-START-1).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections.abc import Callable
@@ -24,8 +23,9 @@ from amkspec import __version__
 from amkspec.conformance.protocol import PROTOCOL_VERSION
 from amkspec.conformance.tensors import NUMPY_DTYPE, TensorError, decode, encode
 from amkspec.ir import AmkspecError, FormatError, MegakernelProgram, VersionError, dumps, loads
+from amkspec.vms import VM_NAMES, make_vm, megakernel_backend
 
-VMS = ("reference", "cpu-kernel", "cuda")
+VMS = VM_NAMES
 
 Runner = Callable[
     [MegakernelProgram, dict[str, Any], dict[str, Any], "dict[str, Any] | None"], dict[str, Any]
@@ -60,13 +60,13 @@ def reference_runner() -> Runner:
     return run
 
 
-def megakernel_runner(backend: str) -> Runner | None:
-    """Runs on ``vm_cuda.MegakernelVM(program, backend=...)``; None where it cannot run here."""
+def megakernel_runner(vm: str) -> Runner | None:
+    """Runs on the megakernel VM ``vm`` (``cpu-kernel`` or ``cuda``); None where it cannot run here."""
     try:
-        vm_cuda = importlib.import_module("vm_cuda")  # optional: the megakernel may not be built here
+        import vm_cuda  # noqa: F401 - optional: the megakernel may not be installed here
     except ImportError:
         return None
-    if backend == "cuda":
+    if megakernel_backend(vm) == "cuda":
         try:
             import torch
         except ImportError:
@@ -83,8 +83,7 @@ def megakernel_runner(backend: str) -> Runner | None:
         result = validate(program)
         if not result.ok:
             raise RefusedProgram(result)
-        vm = vm_cuda.MegakernelVM(program, backend=backend, timeout_s=60.0)
-        out: dict[str, Any] = vm.run(weights, inputs, kv)
+        out: dict[str, Any] = make_vm(vm, program, timeout_s=60.0).run(weights, inputs, kv)
         return out
 
     return run
@@ -197,7 +196,7 @@ def make_adapter(vm: str) -> Adapter:
     runner = (
         reference_runner()
         if vm == "reference"
-        else megakernel_runner("cpu" if vm == "cpu-kernel" else "cuda")
+        else megakernel_runner(vm)
     )
     return Adapter(runner, vm)
 

@@ -25,10 +25,13 @@ import cattrs
 from cattrs.errors import ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from amkspec.ir.atomic import write_atomic
+from amkspec.ir.bounded import parse_json, read_input
 from amkspec.ir.canonical import canonical_json
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION, BufferKind, DType, InstructionKind, MemSpace
 from amkspec.ir.errors import FormatError, VersionError, VersionWarning
 from amkspec.ir.gcpause import gc_paused
+from amkspec.ir.limits import MAX_INT_DIGITS, MAX_SHAPE_DIMS
 from amkspec.ir.model import (
     Buffer,
     Counter,
@@ -130,9 +133,15 @@ def format_path(parts: list[PathPart]) -> str:
 
 # -- scalar hooks: JSON types are checked strictly (a bool is not an integer) ------------------
 
+_INT_BOUND = 10**MAX_INT_DIGITS.default
+"""Integer fields hold at most ``max_int_digits`` digits: byte counts stay printable."""
+
+
 def _s_int(value: Any, _: Any) -> int:
     if type(value) is not int:
         raise _expected("an integer", value)
+    if not -_INT_BOUND < value < _INT_BOUND:
+        raise _Bad([], f"an integer has more than {MAX_INT_DIGITS.default} digits")
     return value
 
 
@@ -217,6 +226,8 @@ def _dict_hook(conv: cattrs.Converter, t: Any) -> Callable[[Any, Any], Any]:
         out = {}
         for key, item in value.items():
             k = _int_key(key) if key_t is int else key
+            if key_t is int and k in out:
+                raise _Bad([key], f"key {json.dumps(key)} repeats key {json.dumps(str(k))} (both mean {k})")
             try:
                 out[k] = item if val_t is Any else conv.structure(item, val_t)
             except Exception as exc:  # noqa: BLE001 - re-raised with its path
@@ -260,6 +271,9 @@ def _record_hooks(conv: cattrs.Converter, cls: type) -> None:
             raise _expected("an object", value)
         obj = base_s(value, cls)
         obj.extra = {k: v for k, v in value.items() if k not in known}
+        if cls is Buffer and len(obj.shape) > MAX_SHAPE_DIMS.default:
+            # its byte size (a product of up to 40-digit dims) must stay printable (spec §1.2)
+            raise _Bad(["shape"], f"more than {MAX_SHAPE_DIMS.default} dims")
         return obj
 
     def unstructure(obj: Any) -> dict[str, Any]:
@@ -349,15 +363,13 @@ def to_dict(prog: MegakernelProgram) -> dict[str, Any]:
 
 
 def loads(text: str | bytes) -> MegakernelProgram:
-    """Parse JSON text into a program; FormatError/VersionError on bad input (spec §6)."""
+    """Parse JSON text into a program; FormatError/VersionError on bad input (spec §6).
+
+    The text is parsed strictly and within limits (:func:`amkspec.ir.bounded.parse_json`):
+    a repeated key, deep nesting or an over-long integer is a FormatError.
+    """
     with gc_paused():
-        try:
-            doc = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise FormatError("(root)", f"not JSON: {exc}") from None
-        except RecursionError:
-            raise FormatError("(root)", "not JSON: nested too deeply") from None
-        return from_dict(doc)
+        return from_dict(parse_json(text, nonfinite=True))
 
 
 def dumps(prog: MegakernelProgram) -> str:
@@ -381,21 +393,11 @@ def load(path: str | os.PathLike[str]) -> MegakernelProgram:
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """A file's bytes, gunzipped when they start with the gzip magic number (spec §6)."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if data[:2] == b"\x1f\x8b":
-        import gzip
-
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise FormatError("(root)", f"corrupt gzip data: {exc}") from None
-    return data
+    """A file's bytes, gunzipped when they start with the gzip magic number (spec §6), within
+    the size limits of :mod:`amkspec.ir.limits`."""
+    return read_input(path)
 
 
 def dump(prog: MegakernelProgram, path: str | os.PathLike[str]) -> None:
-    """Write a program's canonical JSON (plus a final newline) to ``path`` (spec §6)."""
-    text = dumps(prog) + "\n"
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    """Write a program's canonical JSON (plus a final newline) to ``path`` atomically (spec §6)."""
+    write_atomic(path, dumps(prog) + "\n")

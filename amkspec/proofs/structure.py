@@ -29,6 +29,7 @@ from amkspec.ir import (
     Task,
     Wait,
 )
+from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, as_list, is_int
@@ -62,6 +63,10 @@ BAD_PAGE_TABLE = register(
 )
 PAGE_TOO_SMALL = register("S115", _S, "§4", _E, "a page is smaller than a buffer bound to it")
 PAGED_NON_ACTIVATION = register("S116", _S, "§4", _E, "a buffer that is not an ACTIVATION is bound to a page")
+BUFFER_TOO_LARGE = register(
+    "S117", _S, "§5.1", _E,
+    "a buffer is larger than the target's hbm_bytes (without a target: max_buffer_bytes_no_target)",
+)
 
 FLOAT32_MAX = 3.4028234663852886e38
 
@@ -151,12 +156,31 @@ def buffer_problem(buf: Any) -> str | None:
 
 
 def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Every buffer record is well formed: see :func:`buffer_problem` (spec §1.2)."""
+    """Every buffer record is well formed (:func:`buffer_problem`, spec §1.2) and fits the
+    target's memory (:func:`buffer_cap`, spec §5.1)."""
+    cap, where = buffer_cap(ix.prog)
     for buf in as_list(ix.prog.buffers):
         problem = buffer_problem(buf)
+        bid = getattr(buf, "id", None)
         if problem is not None:
-            bid = getattr(buf, "id", None)
             yield diag(BAD_BUFFER, f"buffer {bid}:{getattr(buf, 'name', '')} {problem}", buffers=[bid])
+            continue
+        nbytes = buffer_nbytes(buf)
+        if nbytes is not None and nbytes > cap:
+            yield diag(
+                BUFFER_TOO_LARGE,
+                f"buffer {bid}:{getattr(buf, 'name', '')} needs {nbytes} bytes, more than {where} ({cap})",
+                buffers=[bid],
+            )
+
+
+def buffer_cap(prog: Any) -> tuple[int, str]:
+    """The most bytes one buffer may take, and what sets it: the target's ``hbm_bytes`` (spec §5.1),
+    else the stated cap ``max_buffer_bytes_no_target`` of :mod:`amkspec.ir.limits`."""
+    hbm = getattr(getattr(prog, "target", None), "hbm_bytes", None)
+    if is_int(hbm) and hbm > 0:
+        return hbm, "the target's hbm_bytes"
+    return MAX_BUFFER_BYTES_NO_TARGET.default, "max_buffer_bytes_no_target"
 
 
 def buffer_nbytes(buf: Any) -> int | None:

@@ -29,6 +29,7 @@ from amkspec.lower.lowering import lower, resolve_model, resolve_target
 from amkspec.models.config import ModelConfig
 from amkspec.search.verdict import Verdict
 from amkspec.search.witnesses import Rejection, write_rejection
+from amkspec.vms import MEGAKERNEL_BACKENDS, VM_NAMES, make_vm
 
 Lowering = Callable[[ModelConfig, GpuTarget, ScheduleConfig, int], MegakernelProgram]
 """``(model, target, config, pos) -> program``: the lowering under test (pluggable)."""
@@ -36,7 +37,7 @@ Lowering = Callable[[ModelConfig, GpuTarget, ScheduleConfig, int], MegakernelPro
 VmRunner = Callable[[MegakernelProgram, Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
 """``(program, weights, inputs) -> outputs by buffer name`` (what ``ReferenceVM.run`` returns)."""
 
-VMS = ("reference", "cpu-kernel", "cuda")
+VMS = VM_NAMES
 TOKEN = 7
 """The probe token (the original's default)."""
 GPU_WARMUP, GPU_ITERS = 5, 30
@@ -68,15 +69,13 @@ class _ReferenceRunner:
 class _MegakernelRunner:
     """``vm_cuda.MegakernelVM`` on the CPU build or a GPU; keeps the last VM for GPU timing."""
 
-    def __init__(self, backend: str, timeout_s: float) -> None:
-        self.backend, self.timeout_s = backend, timeout_s
+    def __init__(self, vm: str, timeout_s: float) -> None:
+        self.vm, self.timeout_s = vm, timeout_s
         self.last: Any = None
 
     def __call__(self, prog: MegakernelProgram, weights: Mapping[str, Any], inputs: Mapping[str, Any]
                  ) -> Mapping[str, Any]:
-        import vm_cuda  # built by another part of the project; absent → "vm-unavailable"
-
-        self.last = vm_cuda.MegakernelVM(prog, backend=self.backend, timeout_s=self.timeout_s)
+        self.last = make_vm(self.vm, prog, timeout_s=self.timeout_s)  # no vm_cuda → "vm-unavailable"
         return self.last.run(weights, inputs)
 
 
@@ -84,8 +83,8 @@ def make_runner(vm: str, timeout_s: float) -> VmRunner:
     """The runner of a VM by name (``reference``, ``cpu-kernel``, ``cuda``)."""
     if vm == "reference":
         return _ReferenceRunner()
-    if vm in ("cpu-kernel", "cuda"):
-        return _MegakernelRunner("cpu" if vm == "cpu-kernel" else "cuda", timeout_s)
+    if vm in MEGAKERNEL_BACKENDS:
+        return _MegakernelRunner(vm, timeout_s)
     raise LoweringError(f"unknown VM {vm!r} (use {', '.join(VMS)})")
 
 
@@ -264,7 +263,7 @@ class Evaluator:
         """Median CUDA-event time (µs) of the megakernel just run, only if it ran on a real GPU and
         every timed run's logits still match eager; None otherwise."""
         runner = self.runner
-        if not isinstance(runner, _MegakernelRunner) or runner.backend != "cuda" or runner.last is None:
+        if not isinstance(runner, _MegakernelRunner) or runner.vm != "cuda" or runner.last is None:
             return None
         try:
             import torch

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amkspec.ir import AmkspecError
+from amkspec.ir.atomic import write_atomic
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -82,6 +83,6 @@ def save(fig: Figure, path: str | Path, fmt: str | None = None) -> None:
     """Write ``fig`` to ``path`` as ``fmt`` (``"svg"`` or ``"png"``; by default from the suffix)."""
     path = Path(path)
     if (fmt or path.suffix.lower().lstrip(".")) == "svg":
-        path.write_text(svg_text(fig), encoding="utf-8")
+        write_atomic(path, svg_text(fig))
     else:
-        path.write_bytes(png_bytes(fig))
+        write_atomic(path, png_bytes(fig))

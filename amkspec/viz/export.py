@@ -9,10 +9,10 @@ witness to draw, no such finding) raises :class:`NoPicture`, an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from amkspec.ir import AmkspecError, MegakernelProgram
+from amkspec.ir.atomic import refuse_overwrite, write_atomic
 from amkspec.viz import canvas
 
 
@@ -39,8 +39,12 @@ def pick_witness(explanation: Mapping[str, Any], finding: int | None) -> tuple[i
     raise NoPicture(f"{explanation.get('verdict')}, with no witnessed finding: there is no timeline to draw")
 
 
-def _targets(svg: str | None, png: str | None) -> list[tuple[str, str]]:
-    return [(p, fmt) for p, fmt in ((svg, "svg"), (png, "png")) if p]
+def _targets(source: str, *paths: tuple[str | None, str]) -> list[tuple[str, str]]:
+    """The requested (path, format) pairs; none may name the input file (written atomically)."""
+    chosen = [(p, fmt) for p, fmt in paths if p]
+    for p, _ in chosen:
+        refuse_overwrite(p, [source])
+    return chosen
 
 
 def write_explain(
@@ -58,14 +62,16 @@ def write_explain(
     from amkspec.viz.timeline import timeline_figure
 
     lines = []
+    targets = _targets(source, (svg, "svg"), (png, "png"), (html, "html"))
     if svg or png:
         n, w = pick_witness(explanation, finding)
         fig = timeline_figure(prog, w)
-        for path, fmt in _targets(svg, png):
-            canvas.save(fig, path, fmt)
-            lines.append(f"{path}: timeline of finding {n} ({w.get('kind')})")
+        for path, fmt in targets:
+            if fmt != "html":
+                canvas.save(fig, path, fmt)
+                lines.append(f"{path}: timeline of finding {n} ({w.get('kind')})")
     if html:
-        Path(html).write_text(report_html(prog, explanation, source), encoding="utf-8")
+        write_atomic(html, report_html(prog, explanation, source))
         lines.append(f"{html}: report of {len(explanation.get('findings') or ())} findings")
     return lines
 
@@ -103,7 +109,7 @@ def write_graph(
         title = f"{source}: {what}"
     fig = graph_figure(prog, tasks, title)
     lines = []
-    for path, fmt in _targets(svg, png):
+    for path, fmt in _targets(source, (svg, "svg"), (png, "png")):
         canvas.save(fig, path, fmt)
         lines.append(f"{path}: program graph of {len(prog.tasks)} tasks")
     return lines

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, DType, MegakernelProgram
+from amkspec.ir.limits import MAX_VM_BYTES
 from amkspec.semantics import empty_storage, storage_shape, torch_dtype
 from amkspec.vm.errors import BindingError
 
@@ -45,8 +46,14 @@ def as_tensor(value: Any, what: str) -> Tensor:
 
 
 def _lossless(src: Tensor, dst: torch.dtype) -> bool:
-    """Whether converting ``src`` to ``dst`` and back reproduces every value."""
+    """Whether converting ``src`` to ``dst`` keeps every value: integers must lie in ``dst``'s range
+    (a round trip alone would accept uint64 2**64-1 as int32 -1 and back), others must round-trip."""
     try:
+        if not src.dtype.is_floating_point and not dst.is_floating_point and src.dtype != torch.bool:
+            if src.numel() == 0:
+                return True
+            info, values = torch.iinfo(dst), src.numpy()  # numpy: torch has no min/max of uint64
+            return bool(int(values.min()) >= info.min and int(values.max()) <= info.max)
         return bool(torch.equal(src.to(dst).to(src.dtype), src))
     except RuntimeError:
         return False
@@ -115,7 +122,39 @@ def bind(
     kv: Mapping[str, Tensor],
     written: set[int],
 ) -> dict[int, Tensor]:
-    """Buffer id → bound tensor for one launch; ``kv`` holds the KV state to start from."""
+    """Buffer id → bound tensor for one launch; ``kv`` holds the KV state to start from.
+
+    A program whose buffers need more than ``max_vm_bytes`` (:mod:`amkspec.ir.limits`) is
+    refused before anything is allocated, and a failed allocation is a BindingError too.
+    """
+    check_memory(program)
+    try:
+        return _bind(program, weights, inputs, kv, written)
+    except (MemoryError, RuntimeError) as exc:
+        raise BindingError(f"cannot allocate the program's buffers: {str(exc).splitlines()[0]}") from None
+
+
+def check_memory(program: MegakernelProgram) -> None:
+    """Refuse a program whose buffers together need more than ``max_vm_bytes`` (an upper bound:
+    every buffer and page counted as its own allocation)."""
+    cap = MAX_VM_BYTES.value()
+    total = sum(_storage_bytes(b) for b in program.buffers)
+    if program.pages is not None:
+        total += sum(max(p.nbytes, 0) for p in program.pages.pages if isinstance(p.nbytes, int))
+    if total > cap:
+        raise BindingError(
+            f"the program's buffers need up to {total} bytes, more than the ReferenceVM may allocate "
+            f"({cap} bytes; set {MAX_VM_BYTES.env} to change it)"
+        )
+
+
+def _bind(
+    program: MegakernelProgram,
+    weights: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    kv: Mapping[str, Tensor],
+    written: set[int],
+) -> dict[int, Tensor]:
     bound: dict[int, Tensor] = _paged(program)
     missing: dict[str, list[str]] = {"weights": [], "inputs": []}
     for buf in program.buffers:

@@ -1,0 +1,80 @@
+"""The bounded reader (amkspec.ir.bounded): limits and strict JSON, issue 12."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from amkspec.ir import FormatError
+from amkspec.ir.bounded import parse_json, read_input
+from amkspec.ir.limits import MAX_JSON_DEPTH
+
+DEPTH = MAX_JSON_DEPTH.default
+
+
+@pytest.mark.parametrize("inner", ["1", "1.5", '"x"', "{}", "[]", 'null'])
+@pytest.mark.parametrize("nonfinite", [False, True])
+def test_the_depth_limit_accepts_depth_and_refuses_depth_plus_4(inner: str, nonfinite: bool) -> None:
+    own = 1 if inner in ("{}", "[]") else 0  # levels the innermost value adds
+    for opener, closer in (("[", "]"), ('{"a": ', "}")):
+        ok = opener * (DEPTH - own) + inner + closer * (DEPTH - own)
+        assert parse_json(ok, nonfinite=nonfinite) is not None
+        deep = opener * (DEPTH + 4 - own) + inner + closer * (DEPTH + 4 - own)
+        with pytest.raises(FormatError, match="nested deeper"):
+            parse_json(deep, nonfinite=nonfinite)
+
+
+def test_a_duplicate_key_names_the_path_of_its_object() -> None:
+    with pytest.raises(FormatError) as info:
+        parse_json('{"tasks": [{"a": 1}, {"b": 1, "c": {"x": 1, "x": 2}}]}')
+    assert str(info.value) == 'tasks[1].c: duplicate key "x"'
+
+
+def test_a_duplicate_key_before_a_syntax_error_reports_the_syntax_error() -> None:
+    with pytest.raises(FormatError, match="not JSON: Expecting"):
+        parse_json('{"a": 1, "a": 2, "b": [}')
+
+
+@pytest.mark.parametrize("text", ['["\\ud800"]', '{"\\udfff": 1}', '["ok", "\ud800"]'])
+def test_a_lone_surrogate_is_refused(text: str) -> None:
+    with pytest.raises(FormatError, match="lone UTF-16 surrogate"):
+        parse_json(text)
+
+
+def test_a_surrogate_pair_is_text() -> None:
+    assert parse_json('["\\ud83d\\ude00"]') == ["\U0001f600"]
+
+
+@pytest.mark.parametrize("text", ["[NaN]", "[Infinity]", "[-Infinity]", "[1e400]"])
+def test_non_finite_numbers_are_refused_except_in_programs(text: str) -> None:
+    with pytest.raises(FormatError, match="not JSON"):
+        parse_json(text)
+    assert len(parse_json(text, nonfinite=True)) == 1
+
+
+def test_python_int_limit_is_a_format_error() -> None:
+    with pytest.raises(FormatError, match="4300 digits"):
+        parse_json("[" + "9" * 5000 + "]")
+
+
+def test_gzip_is_bounded_and_corrupt_gzip_is_a_format_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "x.json.gz"
+    path.write_bytes(gzip.compress(json.dumps([0] * 10_000).encode()))
+    assert json.loads(read_input(path)) == [0] * 10_000
+    monkeypatch.setenv("AMKSPEC_MAX_DECOMPRESSED_BYTES", "1000")
+    with pytest.raises(FormatError, match="larger than 1000 bytes"):
+        read_input(path)
+    path.write_bytes(gzip.compress(b"[1]")[:-6])
+    with pytest.raises(FormatError, match="corrupt gzip"):
+        read_input(path)
+
+
+def test_an_endless_stream_is_read_only_up_to_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AMKSPEC_MAX_INPUT_BYTES", "4096")
+    with pytest.raises(FormatError, match="larger than 4096 bytes"):
+        read_input("/dev/zero")
