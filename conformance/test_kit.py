@@ -16,7 +16,6 @@ from amkspec.conformance.judge import FAIL
 from amkspec.conformance.kit import KitRun, run_kit
 from amkspec.conformance.tensors import decode
 from conformance.broken import LOOSE
-from conformance.known_gaps import _accepts_duplicate_keys
 
 CASES_DIR = default_cases_dir()
 Predicate = Callable[[Case], bool]
@@ -70,17 +69,12 @@ def malformed_reply_fails(case: Case) -> bool:
     return case.kind == "validate" and '"KV_CACHE"' in program_text(case.body, case.base)
 
 
-def _duplicate_key_gap(case: Case) -> bool:
-    """Implementations built on amkspec's loader share its pending duplicate-key gap (FMT-DUP-1)."""
-    return "FMT-DUP-1" in case.rules and _accepts_duplicate_keys()
-
-
 BROKEN: list[tuple[str, str | None, Predicate, int | None]] = [
     ("accept-everything", None, accept_everything_fails, 0),
     ("reject-everything", None, reject_everything_fails, 0),
     ("loose-tolerance", "run/", lambda c: loose_tolerance_fails(c), 0),
     ("crash-on-rope", "run/rope", crash_on_rope_fails, 3),
-    ("hang-on-unknown", "format/", lambda c: hang_on_unknown_fails(c) or _duplicate_key_gap(c), 1),
+    ("hang-on-unknown", "format/", hang_on_unknown_fails, 1),
     ("malformed-reply", "memory/M43", malformed_reply_fails, None),
 ]
 """Name, the cases it runs (an id filter), which of them it must fail, how many restarts it causes

@@ -260,14 +260,11 @@ def test_an_empty_object_is_not_a_trace(tmp_path: Path) -> None:
     assert "not a trace" in line
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 6: ScheduleConfig knob validation lands with the "
-                   "SEARCH helper's branch; remove this marker once it is merged")
 @pytest.mark.parametrize("knobs", [{"tiling": {"gemv": {"N_tile": 0}}}, {"tiling": {"gemv": {"N_tile": -4}}}])
 def test_lower_refuses_a_bad_tile_size(tmp_path: Path, knobs: dict[str, Any]) -> None:
     one_error(run("lower", "toy", "--config", write_json(tmp_path / "c.json", knobs)))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 6: lands with the SEARCH helper's branch")
 def test_lower_with_sm_assignment_needs_a_target(tmp_path: Path) -> None:
     config = write_json(tmp_path / "c.json", {"sm_assignment": "round_robin"})
     one_error(run("lower", "toy", "--config", config))
