@@ -81,8 +81,8 @@ def certify(file: str, output: str) -> None:
         json.dump(cert, fh, indent=1)
         fh.write("\n")
     click.echo(
-        f"{output}: certificate of {len(cert['order'])} tasks, {len(cert['reads'])} reads, "
-        f"{len(cert['writes'])} writer pairs, {len(cert['pages'])} page pairs"
+        f"{output}: certificate of {len(cert['order'])} tasks, {len(cert['paths'])} happens-before "
+        f"paths, {len(cert['pages'])} shared pages"
     )
 
 
@@ -92,17 +92,19 @@ def certify(file: str, output: str) -> None:
 @clean_errors
 def check_cert(file: str, cert: str) -> None:
     """Check a certificate against a program with the independent linear-time checker."""
-    from amkspec.proofs.certificate import CertificateError, check_certificate
+    from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
 
     prog = load_program(file)
     try:
         with open(cert, encoding="utf-8") as fh:
             data = json.load(fh)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{cert}: not JSON: {exc}")
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: bad JSON, huge ints
+        fail(f"{cert}: not a JSON certificate: {str(exc)[:200]}")
     try:
         check_certificate(prog, data)
-    except CertificateError as exc:
+    except MalformedCertificate as exc:
+        fail(f"{cert}: not a certificate: {exc}")
+    except CertificateRefused as exc:
         fail(f"{cert}: certificate REFUSED: {exc}", EXIT_REJECTED)
     click.echo(f"{cert}: certificate OK for {file}")
 
