@@ -99,7 +99,7 @@ def check_cert(file: str, cert: str) -> None:
         with open(cert, encoding="utf-8") as fh:
             data = json.load(fh)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: bad JSON, huge ints
-        fail(f"{cert}: not a JSON certificate: {str(exc)[:200]}")
+        fail(f"{cert}: not JSON: {str(exc)[:200]}")
     try:
         check_certificate(prog, data)
     except MalformedCertificate as exc:

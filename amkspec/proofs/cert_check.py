@@ -55,6 +55,7 @@ from amkspec.ir import (
     MemSpace,
     dumps,
 )
+from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
 
 FORMAT = "amkspec-certificate"
@@ -362,8 +363,13 @@ def _shape(cert: Any) -> tuple[list[int], list[list[int]], list[tuple[int, list[
 def check_certificate(prog: MegakernelProgram, cert: Any) -> None:
     """Accept ``cert`` as a proof that ``prog`` is safe, or raise :class:`CertificateRefused`.
 
-    Spec §3.
+    Spec §3. The cyclic garbage collector is paused meanwhile (bulk allocation of acyclic data).
     """
+    with gc_paused():
+        _check(prog, cert)
+
+
+def _check(prog: MegakernelProgram, cert: Any) -> None:
     order, paths, pages = _shape(cert)
     if cert["program_sha256"] != hashlib.sha256(dumps(prog).encode()).hexdigest():
         raise CertificateRefused("the certificate was made for a different program")

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, MegakernelProgram, dumps
+from amkspec.ir.gcpause import gc_paused
 from amkspec.proofs.footprint import Region, task_footprint, uncovered, whole
 
 FORMAT = "amkspec-certificate"
@@ -235,8 +236,13 @@ def _page_needs(
 def certify(prog: MegakernelProgram) -> dict[str, Any]:
     """Build the certificate of ``prog``; raises :class:`CertificateError` if some obligation has no proof.
 
-    Spec §3.
+    Spec §3. The cyclic garbage collector is paused meanwhile (bulk allocation of acyclic data).
     """
+    with gc_paused():
+        return _certify(prog)
+
+
+def _certify(prog: MegakernelProgram) -> dict[str, Any]:
     g = _Graph(prog)
     buffers, reads, writes = _regions(prog, g)
     need = _needs(g, buffers, reads, writes)
