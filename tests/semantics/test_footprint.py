@@ -32,7 +32,9 @@ class _Builder:
         self.domain: dict[int, int] = {}
         self.fixed: dict[int, torch.Tensor] = {}
 
-    def buf(self, shape: tuple[int, ...], dtype: DType | None = None, kind: BufferKind = BufferKind.ACTIVATION) -> int:
+    def buf(
+        self, shape: tuple[int, ...], dtype: DType | None = None, kind: BufferKind = BufferKind.ACTIVATION
+    ) -> int:
         bid = len(self.buffers)
         dt = dtype if dtype is not None else self.draw(FLOATS)
         self.buffers[bid] = Buffer(bid, f"b{bid}", kind, dt, shape)
@@ -80,7 +82,8 @@ def _embed(draw: Any, b: _Builder) -> Case:
     n, vocab, h = draw(dims), draw(st.integers(2, 5)), draw(dims)
     ids = b.buf((n,), DType.I32)
     b.domain[ids] = vocab
-    b.fixed[ids] = torch.tensor(draw(st.lists(st.integers(0, vocab - 1), min_size=n, max_size=n)), dtype=torch.int32)
+    chosen = draw(st.lists(st.integers(0, vocab - 1), min_size=n, max_size=n))
+    b.fixed[ids] = torch.tensor(chosen, dtype=torch.int32)
     table = b.buf((vocab, h), kind=BufferKind.WEIGHT)
     out = b.buf(draw(st.sampled_from([(n, h), (n * h,)])))
     return b.case(K.EMBED, {"hidden": h}, [ids, table], [out])
