@@ -1,7 +1,7 @@
 """Replay checker: re-execute a witness trace on an abstract counter machine (no z3, no torch).
 
 The machine follows spec §2: a task may start only when each of its waits
-holds (counter value ≥ threshold, counters start at 0) and, when it has an SM,
+holds (counter value ≥ threshold, counters start at their ``init``) and, when it has an SM,
 only after the task before it in that SM's queue (task-list order) has ended;
 each task starts once and ends once, after it started; an end increments the
 task's out_counter by one and completes its writes (the shadow state).
@@ -26,6 +26,18 @@ class ReplayError(ValueError):
     """The trace is not a legal execution, or does not show what it claims."""
 
 
+def initial_counters(prog: MegakernelProgram) -> Tally[int]:
+    """Counter id → its ``init`` (spec §1.4; the first record of an id wins, non-int inits count 0)."""
+    values: Tally[int] = Tally()
+    seen: set[Any] = set()
+    for c in prog.counters if isinstance(prog.counters, list) else []:
+        cid, init = getattr(c, "id", None), getattr(c, "init", 0)
+        if type(cid) is int and cid not in seen:
+            seen.add(cid)
+            values[cid] = init if type(init) is int else 0
+    return values
+
+
 @attrs.define
 class Machine:
     """Counter values, task states and completed writes after a trace prefix."""
@@ -40,6 +52,7 @@ class Machine:
     """task id → position of its end event (its writes are complete from here on)."""
 
     def __attrs_post_init__(self) -> None:
+        self.counters = initial_counters(self.prog)
         self.tasks = {}
         for t in self.prog.tasks:
             if t.id in self.tasks:
@@ -98,7 +111,7 @@ def _before(m: Machine, first: dict[int, int], a: int, second: dict[int, int], b
 
 
 def _check_counters(m: Machine, events: list[dict[str, Any]]) -> None:
-    values: Tally[int] = Tally()
+    values = initial_counters(m.prog)
     for n, item in enumerate(events):
         task = m.tasks[item["task"]]
         if item["event"] == "end":

@@ -250,6 +250,7 @@ class Prover:
 
     def _unmet(self, c: int, t: int) -> z3.BoolRef:
         prods = self.view.producers.get(c, [])
+        t -= self.view.init.get(c, 0)
         if t <= 0:
             return z3.BoolVal(False, self.enc.ctx)
         if len(prods) < t:
@@ -294,7 +295,9 @@ class Prover:
         view = self.view
         pos = {t.id: t.index for t in view.tasks}
         done = {pos[e.task] for e in trace if e.kind == "end"}
-        value = {c: sum(1 for p in ps if p in done) for c, ps in view.producers.items()}
+        value = dict(view.init)
+        for c, ps in view.producers.items():
+            value[c] = value.get(c, 0) + sum(1 for p in ps if p in done)
         events = list(trace)
 
         def ready(i: int) -> bool:
