@@ -426,8 +426,8 @@ def _check_paths(p: _Program, paths: list[list[int]]) -> set[tuple[int, int]]:
     return proven
 
 
+# The readers and the writers of each buffer: buffer id -> [(task id, region)], twice.
 Uses = tuple[dict[int, list[tuple[int, Box]]], dict[int, list[tuple[int, Box]]]]
-"""(reads, writes): buffer id -> (task id, region) of every task that reads / writes it."""
 
 
 def _check_regions(p: _Program) -> Uses:

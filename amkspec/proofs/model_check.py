@@ -21,7 +21,7 @@ Findings (``kind``), each with a trace that reaches it:
   IO_OUTPUT element no task writes, after the launch;
 * ``readonly-write``: a task writes a WEIGHT, CONST or IO_INPUT buffer, whose readers
   (in this launch or a later one) take no dependency;
-* ``page-clobber``: two buffers of one page whose uses come in both orders (some write of
+* ``page-clobber``: two written buffers of one page whose uses come in both orders (some write of
   each can start before a use of the other has ended); ``unfenced-page`` when the only
   order is an SM queue;
 * ``on-chip``: an SMEM/REGISTER buffer used on two SMs, or by assigned and unassigned tasks;
@@ -160,7 +160,7 @@ class _Program:
 
         by_page: dict[int, list[int]] = {}
         for bid, pid in sorted(prog.pages.buffer_to_page.items()):
-            if bid in buffers:
+            if bid in buffers and mask(bid, True):  # a buffer nobody writes holds no data to clobber
                 by_page.setdefault(pid, []).append(bid)
         return [
             (pid, x, y, mask(x, False), mask(x, True), mask(y, False), mask(y, True))
@@ -209,7 +209,7 @@ class _Explorer:
         self.queue = deque([start])
         self.findings: dict[tuple[object, ...], Finding] = {}
         self.order_seen: set[tuple[int, int]] = set()
-        self.page_flags: set[tuple[int, int, str]] = set()
+        self.page_flags: set[tuple[int, int, int, int, str]] = set()
 
     def trace(self, state: State, last: Event | None = None) -> Trace:
         out: list[Event] = [] if last is None else [last]
@@ -283,16 +283,16 @@ class _Explorer:
                 if uses >> i & 1:
                     self.note(("p", pid, x, y), "page-clobber", [i], first, self.trace(state, ev))
                 if uses & ~ended & ~(1 << i):
-                    self.page_flags.add((pid, first, "time"))
+                    self.page_flags.add((pid, x, y, first, "time"))
                 if uses & ~seen & ~(1 << i):
-                    self.page_flags.add((pid, first, "fence"))
+                    self.page_flags.add((pid, x, y, first, "fence"))
 
     def page_findings(self) -> None:
         for pid, x, y, *_ in self.p.pages:
             flags = self.page_flags
-            if (pid, x, "time") in flags and (pid, y, "time") in flags:
+            if (pid, x, y, x, "time") in flags and (pid, x, y, y, "time") in flags:
                 self.note(("p", pid, x, y), "page-clobber", [], x, ())
-            elif (pid, x, "fence") in flags and (pid, y, "fence") in flags:
+            elif (pid, x, y, x, "fence") in flags and (pid, x, y, y, "fence") in flags:
                 self.note(("up", pid, x, y), "unfenced-page", [], x, ())
         for bid, users in self.p.on_chip:
             self.note(("c", bid), "on-chip", users, bid, ())
