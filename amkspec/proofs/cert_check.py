@@ -151,6 +151,8 @@ class _Regions:
         return new // row
 
     def reads(self, task: Any) -> Iterator[tuple[int, Box]]:
+        if task.outputs and not any(True for _ in self.writes(task)):
+            return  # a task that writes no element reads none that matters (spec §3.2)
         seen: set[int] = set()
         for slot, bid in enumerate(task.inputs):
             if bid in seen:
@@ -366,7 +368,11 @@ def check_certificate(prog: MegakernelProgram, cert: Any) -> None:
     Spec §3. The cyclic garbage collector is paused meanwhile (bulk allocation of acyclic data).
     """
     with gc_paused():
-        _check(prog, cert)
+        try:
+            _check(prog, cert)
+        except (TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+            # a record of the program of an unexpected type: refuse, never a traceback
+            raise CertificateRefused(f"the program cannot be checked: {type(exc).__name__}: {exc}") from exc
 
 
 def _check(prog: MegakernelProgram, cert: Any) -> None:
@@ -531,7 +537,7 @@ def _check_pages(
             raise CertificateRefused(f"the page table binds {bid!r} to {pid!r}: no such buffer or page")
         if p.kinds[bid] is not BufferKind.ACTIVATION:
             raise CertificateRefused(f"buffer {bid} is bound to a page but is not an ACTIVATION")
-        buf = next(b for b in p.prog.buffers if b.id == bid)
+        buf = p.prog.buffers[bid]  # ids are list positions
         if buf.dtype.nbytes(_numel(p.regions.shapes[bid])) > sizes[pid]:
             raise CertificateRefused(f"buffer {bid} does not fit page {pid}")
         if bid in reads or bid in writes:

@@ -267,3 +267,28 @@ def test_malformed_certificates_are_clear_errors(bad: Any) -> None:
 def test_program_hash_is_the_canonical_json_hash() -> None:
     prog = load(TOY2)
     assert certify(prog)["program_sha256"] == program_hash(prog)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={k: _JSON for k in ("format", "version", "program_sha256", "order", "paths", "pages")},
+    )
+)
+def test_any_json_object_is_refused_cleanly(doc: dict[str, Any]) -> None:
+    """Untrusted input: whatever the object holds, the checker raises only CertificateRefused."""
+    prog = layered(8)
+    good = certify(prog)
+    for candidate in (doc, {**good, **doc}):
+        try:
+            check_certificate(prog, candidate)
+        except CertificateRefused:
+            continue
+        assert candidate == good or {**good, **doc} == good
