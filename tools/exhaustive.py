@@ -187,9 +187,7 @@ def build(p: Program) -> MegakernelProgram:
         out.append(Task(n, op, ins, [2 + dst], oc, waits, params, sm if sm >= 0 else None))
     pages = PageAllocation({2: 0, 3: 0}, [Page(0, buffers[2].space, 8)]) if paged else None
     counters = [Counter(c, init) for c, init in enumerate(inits)]
-    return MegakernelProgram(
-        buffers=buffers, counters=counters, tasks=out, pages=pages, target=TARGET
-    )
+    return MegakernelProgram(buffers=buffers, counters=counters, tasks=out, pages=pages, target=TARGET)
 
 
 def compare(prog: MegakernelProgram) -> str | None:

@@ -167,6 +167,9 @@ def subtract(boxes: Sequence[Box], cut: Box) -> list[Box]:
 def uncovered(target: Region, covers: Sequence[Region], shape: Sequence[int]) -> list[Box]:
     """The boxes of ``target`` that no region of ``covers`` contains (``None`` regions: whole)."""
     left = list(target.boxes) if target.boxes is not None else list(whole(shape).boxes or ())
+    fast = _uncovered_on_one_axis(left, covers, shape)
+    if fast is not None:
+        return fast
     for region in covers:
         cut_boxes = region.boxes if region.boxes is not None else whole(shape).boxes or ()
         for cut in cut_boxes:
@@ -174,6 +177,37 @@ def uncovered(target: Region, covers: Sequence[Region], shape: Sequence[int]) ->
             if not left:
                 return []
     return left
+
+
+def _uncovered_on_one_axis(
+    left: list[Box], covers: Sequence[Region], shape: Sequence[int]
+) -> list[Box] | None:
+    """The common case (column tiles): every box spans its buffer on all axes but one, so the
+    gaps are a 1-D interval merge; None when that does not hold."""
+    if len(left) != 1 or not shape or any(c.boxes is None for c in covers):
+        return None
+    boxes = [b for c in covers for b in c.boxes or ()]
+    full = tuple((0, d) for d in shape)
+    head = full[:-1]
+    if all(b[:-1] == head and len(b) == len(full) for b in boxes) and left[0][:-1] == head:
+        axis = len(shape) - 1  # column tiles: only the last axis varies
+    else:
+        axes = {a for b in (*boxes, left[0]) for a, iv in enumerate(b) if iv != full[a]}
+        if len(axes) > 1 or any(len(b) != len(shape) for b in (*boxes, left[0])):
+            return None
+        axis = axes.pop() if axes else len(shape) - 1
+    lo, hi = left[0][axis]
+    gaps: list[Box] = []
+    at = lo
+    for start, end in sorted(b[axis] for b in boxes):
+        if start > at:
+            gaps.append((*full[:axis], (at, min(start, hi)), *full[axis + 1 :]))
+        at = max(at, end)
+        if at >= hi:
+            break
+    if at < hi:
+        gaps.append((*full[:axis], (at, hi), *full[axis + 1 :]))
+    return [g for g in gaps if g[axis][0] < g[axis][1]]
 
 
 def first_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
@@ -835,6 +869,8 @@ def task_footprint(task: Any, buffers: Mapping[int, Buffer], memo: Memo | None =
 
 def region_of(ids: tuple[int, ...], regions: list[Region], buffer: int) -> Region:
     """The region of ``buffer`` among one task's operands (union when named twice; EMPTY if absent)."""
+    if len(ids) == 1:
+        return regions[0] if ids[0] == buffer else EMPTY
     found = [r for b, r in zip(ids, regions, strict=True) if b == buffer]
     if not found:
         return EMPTY

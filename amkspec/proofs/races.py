@@ -264,13 +264,19 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         buf = ix.buffers[bid]
         kind = _kind(ix, bid)
         readers = ix.readers.get(bid, [])
-        if kind not in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT) or buffer_problem(buf) is not None:
+        if kind not in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT):
             continue
         if not readers and kind is not BufferKind.IO_OUTPUT:
             continue
-        shape = tuple(buf.shape)
         writes = [ix.write_region(w, bid) for w in writers]
-        if any(w.boxes is None or _is_whole(w, shape) for w in writes):
+        if len(writes) == 1 and readers and writers[0] not in readers and writes[0].boxes is not None:
+            full = writes[0].boxes and tuple((0, d) for d in buf.shape)
+            if len(writes[0].boxes) == 1 and writes[0].boxes[0] == full:
+                continue  # one writer of the whole buffer covers every read
+        if any(w.boxes is None for w in writes) or buffer_problem(buf) is not None:
+            continue
+        shape = tuple(buf.shape)
+        if any(_is_whole(w, shape) for w in writes):
             continue
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
