@@ -30,7 +30,8 @@ def chain(n: int) -> MegakernelProgram:
     acts = [b.new_buffer(f"a{i}", BufferKind.ACTIVATION, DType.F32, (1, 4)) for i in range(n)]
     prev = b.add_task(InstructionKind.COPY, [x], [acts[0]], label="t0")
     for i in range(1, n - 1):
-        prev = b.add_task(InstructionKind.COPY, [acts[i - 1]], [acts[i]], waits=[b.after(prev)], label=f"t{i}")
+        prev = b.add_task(InstructionKind.COPY, [acts[i - 1]], [acts[i]], waits=[b.after(prev)],
+                          label=f"t{i}")
     out = b.new_buffer("out", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
     b.add_task(InstructionKind.ADD, [acts[n - 2], acts[0]], [out], waits=[b.after(prev)], label="late")
     b.add_task(InstructionKind.COPY, [x], [acts[n - 1]], label="clobber")

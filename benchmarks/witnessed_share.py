@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 
 from hypothesis import HealthCheck, Phase, given, settings
+from random_agreement import mutate
 
 from amkspec.ir import MegakernelProgram
 from amkspec.smt.explain import explain
 from amkspec.strategies import valid_programs
-from random_agreement import mutate
 
 
 def main() -> None:

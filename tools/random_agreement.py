@@ -7,8 +7,9 @@ and KV), half of them with one synchronisation mutation (a wait dropped or made 
 counter shared, a tile moved onto its neighbour, a GEMM tile given another ``m_off``, a counter
 ``init`` set, a KV append moved). Agreement is :func:`tools.exhaustive.compare` (validate accepts
 ⇔ no bad execution, up to the listed rule-only codes; every model-checker finding explained by a
-code), with D204 (see :data:`CYCLE_RULE`) and the form rules (:data:`SEMANTIC`) rule-only. Prints the counts, the opcodes seen, every disagreement (with the program's JSON) and the
-time; exits 1 on a disagreement.
+code), with D204 (see :data:`CYCLE_RULE`) and the form rules (:data:`SEMANTIC`) rule-only.
+Prints the counts, the opcodes seen, every disagreement (with the program's JSON) and the time;
+exits 1 on a disagreement.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from exhaustive import EXPLAINS, RULE_ONLY, compare
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from amkspec.ir import InstructionKind, MegakernelProgram, Wait, dumps
 from amkspec.proofs import validate
 from amkspec.strategies import valid_programs
-from exhaustive import EXPLAINS, RULE_ONLY, compare
 
 CYCLE_RULE = "D204"
 """A producer→consumer cycle is forbidden by spec §3.1 even when partial waits let it run (the

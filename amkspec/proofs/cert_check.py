@@ -18,8 +18,8 @@ What it checks, in time linear in the program plus the certificate (plus a sort)
   reachable state the first unstarted task of ``order`` can always start;
 * **race-freedom** (§2.2, §3.2): every element a task reads of a transient buffer is
   written only by tasks that *happen before* it, and (ACTIVATION, IO_OUTPUT) some of
-  them write it: coverage, self-reads and never-produced buffers included. IO_OUTPUT
-  buffers are read in full by the host. Two writers of overlapping elements are ordered
+  them write it: coverage, self-reads and never-produced buffers included. Each IO_OUTPUT
+  has a producer and is read in full by the host. Two writers of overlapping elements are ordered
   by happens-before. KV_CACHE reads cover the attention window only; rows no task
   appends this launch hold the previous launch's state;
 * writers of one buffer that signal different counters are totally ordered, and the
@@ -174,6 +174,8 @@ class _Regions:
         if op in (InstructionKind.GEMV_TILE, InstructionKind.GEMM_TILE) and slot >= 1 and shape:
             off, width = _param(task, "n_off"), _param(task, "N_tile")
             return ((off, off + width), *_full(shape[1:]))  # weight (scale, bias) rows of the tile
+        if op is InstructionKind.FUSED and slot not in _recipe_inputs(task, slot):
+            return None  # no step of the recipe takes this operand
         if op is InstructionKind.ATTENTION_TILE and slot == 3:
             return None  # a fourth operand is ignored by the semantics
         if op is InstructionKind.ATTENTION_TILE and slot in (1, 2) and len(shape) in (3, 4):
@@ -181,6 +183,22 @@ class _Regions:
             length = _param(task, "kv_len", shape[-3])
             return (*_full(shape[:-3]), (start, start + length), *_full(shape[-2:]))
         return _full(shape)
+
+
+def _recipe_inputs(task: Any, slot: int) -> set[int]:
+    """The operand slots a FUSED recipe's steps name as ``{"in": k}`` (every slot, ``slot``
+    included, when the recipe is not a list of steps with lists of args)."""
+    recipe = task.params.get("recipe") if isinstance(task.params, dict) else None
+    steps = recipe.get("steps") if isinstance(recipe, dict) else None
+    if not isinstance(steps, list) or not all(isinstance(st, dict) for st in steps):
+        return {slot}
+    named: set[int] = set()
+    for step in steps:
+        args = step.get("args", [])
+        if not isinstance(args, list):
+            return {slot}
+        named.update(a["in"] for a in args if isinstance(a, dict) and _int(a.get("in")))
+    return named
 
 
 def _covers(boxes: list[Box], target: Box) -> bool:
@@ -238,6 +256,7 @@ class _Program:
         for t in self.tasks:
             self._check_task(t)
             self.producers[t.out_counter] = self.producers.get(t.out_counter, 0) + 1
+        self.outputs_named = {b for t in self.tasks for b in t.outputs}
         for t in self.tasks:
             for w in t.waits:
                 made = self.producers.get(w.counter, 0)
@@ -451,6 +470,8 @@ def _check_regions(p: _Program) -> Uses:
             continue
         users: list[tuple[int | None, Box]] = list(reads.get(bid, []))
         if kind is BufferKind.IO_OUTPUT:
+            if bid not in p.outputs_named:
+                raise CertificateRefused(f"IO_OUTPUT buffer {bid} is produced by no task (spec §3.3)")
             users.append((None, _full(p.regions.shapes[bid])))  # the host reads it after the launch
         ws = writes.get(bid, [])
         for reader, box in users:

@@ -269,10 +269,9 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if not readers and kind is not BufferKind.IO_OUTPUT:
             continue
         writes = [ix.write_region(w, bid) for w in writers]
-        if len(writes) == 1 and readers and writers[0] not in readers and writes[0].boxes is not None:
-            full = writes[0].boxes and tuple((0, d) for d in buf.shape)
-            if len(writes[0].boxes) == 1 and writes[0].boxes[0] == full:
-                continue  # one writer of the whole buffer covers every read
+        only = writes[0].boxes if len(writes) == 1 and writers[0] not in readers else None
+        if readers and only is not None and len(only) == 1 and only[0] == tuple((0, d) for d in buf.shape):
+            continue  # one writer of the whole buffer covers every read
         if any(w.boxes is None for w in writes) or buffer_problem(buf) is not None:
             continue
         shape = tuple(buf.shape)

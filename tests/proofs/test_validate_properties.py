@@ -48,7 +48,9 @@ def test_never_raises_on_loadable_mutated_documents(doc: object) -> None:
 @given(valid_programs(max_tasks=16))
 def test_valid_by_construction_is_accepted_without_findings(prog: MegakernelProgram) -> None:
     result = validate(prog)
-    assert result.ok and result.diagnostics == [], result.report()
+    # A FUSED recipe is not marshalled into the ABI param table: S112 warns about it (by design).
+    findings = [d for d in result.diagnostics if not (d.code == "S112" and "'recipe'" in d.message)]
+    assert result.ok and findings == [], result.report()
 
 
 @given(valid_programs(max_tasks=10, permute_ids=True))
