@@ -7,7 +7,7 @@ and KV), half of them with one synchronisation mutation (a wait dropped or made 
 counter shared, a tile moved onto its neighbour, a GEMM tile given another ``m_off``, a counter
 ``init`` set, a KV append moved). Agreement is :func:`tools.exhaustive.compare` (validate accepts
 ⇔ no bad execution, up to the listed rule-only codes; every model-checker finding explained by a
-code), with D204 (see :data:`CYCLE_RULE`) and the form rules (:data:`SEMANTIC`) rule-only.
+code), with D204/D205 (see :data:`CYCLE_RULES`) and the form rules (:data:`SEMANTIC`) rule-only.
 Prints the counts, the opcodes seen, every disagreement (with the program's JSON) and the time;
 exits 1 on a disagreement.
 """
@@ -33,9 +33,10 @@ from amkspec.ir import InstructionKind, MegakernelProgram, Wait, dumps
 from amkspec.proofs import validate
 from amkspec.strategies import valid_programs
 
-CYCLE_RULE = "D204"
-"""A producer→consumer cycle is forbidden by spec §3.1 even when partial waits let it run (the
-deadlock query is then UNSAT and explain labels it rule-only): no execution misbehaves."""
+CYCLE_RULES = frozenset({"D204", "D205"})
+"""A cycle of producer→consumer (D204) or dependency-plus-SM-queue edges (D205) is forbidden by
+spec §3.1 even when partial waits let it run (the deadlock query is then UNSAT and explain labels
+it rule-only): no execution misbehaves."""
 
 
 SEMANTIC = frozenset().union(*EXPLAINS.values())
@@ -44,11 +45,11 @@ rule about the program's form, which no execution can show."""
 
 
 def agree(prog: MegakernelProgram) -> str | None:
-    """:func:`exhaustive.compare`, with form rules and the cycle rule counted as rule-only."""
+    """:func:`exhaustive.compare`, with form rules and the cycle rules counted as rule-only."""
     why = compare(prog)
     if why is not None and why.endswith("no execution misbehaves"):
         codes = {d.code for d in validate(prog).diagnostics if d.severity.value == "error"}
-        if codes & SEMANTIC <= RULE_ONLY | {CYCLE_RULE}:
+        if codes & SEMANTIC <= RULE_ONLY | CYCLE_RULES:
             return None
     return why
 
