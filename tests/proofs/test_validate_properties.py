@@ -55,7 +55,7 @@ def test_valid_by_construction_is_accepted_without_findings(prog: MegakernelProg
 
 @given(valid_programs(max_tasks=10, permute_ids=True))
 def test_ids_that_are_not_positions_are_the_only_finding(prog: MegakernelProgram) -> None:
-    assert set(validate(prog).codes) <= {"S102"}
+    assert set(validate(prog).codes) <= {"S102", "S112"}  # S112: FUSED recipes are not marshalled
 
 
 @given(arbitrary_programs())
