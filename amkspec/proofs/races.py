@@ -275,8 +275,9 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if any(w.boxes is None for w in writes) or buffer_problem(buf) is not None:
             continue
         shape = tuple(buf.shape)
-        if any(_is_whole(w, shape) for w in writes):
-            continue
+        reading = set(readers)
+        if any(_is_whole(reg, shape) and w not in reading for w, reg in zip(writers, writes, strict=True)):
+            continue  # a writer of the whole buffer that reads none of it covers every other read
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
             gaps = uncovered(Region(None), writes, shape)

@@ -195,7 +195,10 @@ def build_view(prog: MegakernelProgram) -> ProgramView:
             if tasks[a].write_regions[buf].overlaps(tasks[b].write_regions[buf])
         )
     reads.sort(key=lambda o: (o.reader, o.buffer))
-    init = {c.id: c.init for c in prog.counters if type(c.id) is int and type(c.init) is int}
+    init: dict[int, int] = {}
+    for c in prog.counters:  # the first record of an id wins, as everywhere else
+        if type(c.id) is int and c.id not in init:
+            init[c.id] = c.init if type(c.init) is int else 0
     first_write = {b: min(ws) for b, (_, ws) in users.items() if ws}
     return ProgramView(
         tasks, dict(producers), queue_prev, reads, pairs, _page_shares(prog, first_write), dict(users), init
