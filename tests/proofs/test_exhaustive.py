@@ -52,9 +52,6 @@ COVERAGE_GAP = """{"buffers": [
   "waits": [{"counter": 0, "threshold": 1}]}]}"""
 
 
-@pytest.mark.xfail(
-    strict=True, reason="validate() accepts a read of elements only the reader writes (reported)"
-)
 def test_known_coverage_gap() -> None:
     """Task 1 reads column 1 of b0, which only task 1 itself writes (after reading it)."""
     assert compare(loads(COVERAGE_GAP)) is None

@@ -103,16 +103,20 @@ def _perturbations(t: Tensor, idx: int, modulus: int | None) -> Iterator[Tensor]
         p = flat.clone()
         p[idx] = ~v
         yield p.reshape(t.shape)
-    elif t.dtype == torch.uint8:
-        for mask in (0x11, 0x01):
+    elif t.dtype == torch.uint8:  # large level changes, so that output rounding cannot hide them
+        for mask in (0x88, 0x77, 0x11):
             p = flat.clone()
             p[idx] = int(v) ^ mask
             yield p.reshape(t.shape)
-    else:
+    elif modulus:
         p = flat.clone()
-        n = int(v) + 1
-        p[idx] = n % modulus if modulus else (n if n < 100 else -n)
+        p[idx] = (int(v) + 1) % modulus
         yield p.reshape(t.shape)
+    else:
+        for new in (int(v) ^ 64, -int(v) - 1, int(v) + 1 if int(v) < 100 else -int(v)):
+            p = flat.clone()
+            p[idx] = new
+            yield p.reshape(t.shape)
 
 
 def read(case: Case, masks: dict[int, Tensor]) -> dict[int, Tensor]:
