@@ -13,9 +13,10 @@ Use them in your own test suite to check an importer, validator or VM against am
     def test_my_loader_never_crashes(doc):
         my_load(json.dumps(doc))      # must fail cleanly, never crash
 
-* :func:`valid_programs`: valid by construction (spec §3): every wait is an all-join on a
-  counter whose producers all come earlier in the task list, tiled GEMV writers share one
-  counter with disjoint column tiles, KV appends precede the attention that reads the cache,
+* :func:`valid_programs`: valid by construction (spec §3), with every opcode: every wait is an
+  all-join on a counter whose producers all come earlier in the task list, tiled GEMV and GEMM
+  writers share one counter with disjoint column tiles (a GEMM tile writes every row),
+  KV appends precede the attention that reads the cache,
   and every shape satisfies the opcode semantics of spec §7, so the programs also run on the
   ReferenceVM.
 * :func:`arbitrary_programs`: representable but possibly broken programs (dangling ids, ids
@@ -223,6 +224,83 @@ class _ValidBuilder:
         done = self.single(Op.ATTENTION_COMBINE, parts, out, parts_done, heads_params)
         return _Value(out, n_heads * hd, done)
 
+    def elementwise(self) -> _Value | None:
+        """GELU, SOFTMAX, MUL by a scale or LAYERNORM of one value; MUL or ALLREDUCE_SHARD of several."""
+        x = self.pick()
+        if x is None:
+            return None
+        op = self.draw(st.sampled_from((Op.GELU, Op.SOFTMAX, Op.MUL, Op.LAYERNORM, Op.ALLREDUCE_SHARD)))
+        out = self.act(op.name.lower(), (1, x.width))
+        values = [x]
+        if op is Op.ALLREDUCE_SHARD or (op is Op.MUL and self.draw(st.booleans())):
+            extra = [self.pick(x.width) for _ in range(self.draw(st.integers(1, 1 if op is Op.MUL else 2)))]
+            values += [v for v in extra if v is not None]
+        params: dict[str, Any] = {}
+        ins = [v.buf for v in values]
+        if op is Op.MUL and len(ins) == 1:
+            params["scale"] = 0.5
+        elif op is Op.LAYERNORM:
+            ins.append(self.weight("ln", (x.width,)))
+            if self.draw(st.booleans()):
+                ins.append(self.weight("ln.b", (x.width,)))
+            params = {"eps": 1e-5, "hidden": x.width}
+        return _Value(out, x.width, self.single(op, ins, out, self.waits(*values), params))
+
+    def dequant(self) -> _Value | None:
+        """A weight-only quantized row dequantized into an activation (I8 levels, F16 scales)."""
+        width = self.draw(st.sampled_from(WIDTHS))
+        group = self.draw(st.sampled_from([g for g in (2, 4, 8) if g <= width]))
+        q = self.b.new_buffer(f"q{len(self.b.buffers)}", Kind.WEIGHT, DType.I8, (1, width))
+        groups = (1, math.ceil(width / group))
+        scales = self.b.new_buffer(f"s{len(self.b.buffers)}", Kind.WEIGHT, DType.F16, groups)
+        out = self.act("dequant", (1, width))
+        params = {"qdtype": int(DType.I8), "group": group}
+        return _Value(out, width, self.single(Op.DEQUANT, [q, scales], out, self.waits(), params))
+
+    def fused(self) -> _Value | None:
+        """A FUSED recipe: RMSNORM into a scratch, then a scaled copy into the output."""
+        x = self.pick()
+        if x is None:
+            return None
+        w = self.weight("fnorm", (x.width,))
+        out = self.act("fused", (1, x.width))
+        steps = [
+            {"op": int(Op.RMSNORM), "args": [{"in": 0}, {"in": 1}], "out": 0, "out_shape": [1, x.width],
+             "out_dtype": "float32", "params": {"eps": 1e-6, "hidden": x.width}},
+            {"op": int(Op.MUL), "args": [{"s": 0}], "out": "final", "params": {"scale": 2.0}},
+        ]
+        params = {"recipe": {"steps": steps}}
+        return _Value(out, x.width, self.single(Op.FUSED, [x.buf, w], out, self.waits(x), params))
+
+    def gemm(self) -> _Value | None:
+        """A batch of rows: GEMM column tiles (every row, ``M_tile = M``) then greedy sampling."""
+        rows, k = self.draw(st.integers(1, 4)), self.draw(st.sampled_from(WIDTHS))
+        n = self.draw(st.sampled_from(WIDTHS))
+        tile = self.draw(st.sampled_from([t for t in (2, 4, 8, 16) if t <= n]))
+        n_tiles = math.ceil(n / tile)
+        if n_tiles + 1 > self.budget:
+            return None
+        x = self.b.new_buffer(f"xb{len(self.b.buffers)}", Kind.IO_INPUT, self.dtype, (rows, k))
+        w = self.weight("gemm", (n, k))
+        logits = self.act("logits", (rows, n))
+        c = self.b.new_counter(f"gemm ({n_tiles} tiles)")
+        waits = self.waits()
+        for i in range(n_tiles):
+            params = {"K": k, "N_tile": min(tile, n - i * tile), "n_off": i * tile, "M_tile": rows,
+                      "m_off": 0}
+            self.b.add_task(Op.GEMM_TILE, [x, w], [logits], out_counter=c, waits=waits, params=params,
+                            label=f"gemm[t{i}]")
+        self.budget -= n_tiles
+        tokens = self.b.new_buffer(f"tokens{len(self.b.buffers)}", Kind.IO_OUTPUT, DType.I32, (rows,))
+        self.single(Op.SAMPLE_ARGMAX, [logits], tokens, [self.b.join(c)])
+        return None
+
+    def nop(self) -> _Value | None:
+        """A NOP that waits on an earlier task (a pure synchronisation point)."""
+        self.b.add_task(Op.NOP, [], [], waits=self.waits(), label="nop")
+        self.budget -= 1
+        return None
+
     def finish(self) -> None:
         """Copy the newest value into an IO_OUTPUT so that every output is produced."""
         last = self.pool[-1]
@@ -231,7 +309,11 @@ class _ValidBuilder:
 
 
 def _blocks(vb: _ValidBuilder) -> dict[str, Callable[[], _Value | None]]:
-    return {"gemv": vb.gemv, "unary": vb.unary, "binary": vb.binary, "attention": vb.attention}
+    return {
+        "gemv": vb.gemv, "unary": vb.unary, "binary": vb.binary, "attention": vb.attention,
+        "elementwise": vb.elementwise, "dequant": vb.dequant, "fused": vb.fused, "gemm": vb.gemm,
+        "nop": vb.nop,
+    }
 
 
 @st.composite
@@ -261,7 +343,7 @@ def valid_programs(
     vb.source()
     blocks = _blocks(vb)
     while vb.budget > 0:
-        name = draw(st.sampled_from(("source", "gemv", "unary", "binary", "attention", "stop")))
+        name = draw(st.sampled_from(("source", *blocks, "stop")))
         if name == "stop":
             break
         if name == "source":

@@ -431,7 +431,7 @@ CATALOGUE: list[Case] = [
     (
         "R304",
         "self_read",
-        "the residual reads its own output (warning only)",
+        "the residual reads its own output (stale data: an error)",
         _set("tasks[3].inputs", [2, 5]),
         _set("tasks[3].inputs", [4, 4]),
         "the residual reads y twice",

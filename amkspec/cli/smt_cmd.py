@@ -105,8 +105,8 @@ def certify(file: str, output: str) -> None:
         fail(f"{file}: {exc}", EXIT_REJECTED)
     write_output(output, json.dumps(cert, indent=1) + "\n", [file])
     click.echo(
-        f"{output}: certificate of {len(cert['order'])} tasks, {len(cert['reads'])} reads, "
-        f"{len(cert['writes'])} writer pairs, {len(cert['pages'])} page pairs"
+        f"{output}: certificate of {len(cert['order'])} tasks, {len(cert['paths'])} happens-before "
+        f"paths, {len(cert['pages'])} shared pages"
     )
 
 
@@ -116,13 +116,15 @@ def certify(file: str, output: str) -> None:
 @clean_errors
 def check_cert(file: str, cert: str) -> None:
     """Check a certificate against a program with the independent linear-time checker."""
-    from amkspec.proofs.certificate import CertificateError, check_certificate
+    from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
 
     prog = load_program(file)
     data = read_json_file(cert)
     try:
         check_certificate(prog, data)
-    except CertificateError as exc:
+    except MalformedCertificate as exc:
+        fail(f"{cert}: not a certificate: {exc}")
+    except CertificateRefused as exc:
         fail(f"{cert}: certificate REFUSED: {exc}", EXIT_REJECTED)
     click.echo(f"{cert}: certificate OK for {file}")
 

@@ -1,47 +1,48 @@
-"""Certificates: a compact, independently checkable proof that an accepted program is safe.
+"""Certificates: a compact proof that an accepted program is safe, built in near-linear time.
 
-A certificate (spec §3) holds
+A certificate (spec §3) is a JSON object:
 
-* ``program_sha256``: the hash of the program's canonical JSON, so it cannot be
-  replayed against another program;
-* ``order``: every task id once, in an order that is a complete execution
-  (each task's waits are met by producers earlier in the order, its SM-queue
-  predecessor is earlier). Counters only grow, so from any reachable state
-  the first not-yet-started task of this order can eventually start: the
-  program cannot deadlock;
-* ``reads``: for each read of a transient buffer and each other writer of it,
-  a happens-before path from the writer to the reader;
-* ``writes``: for each pair of writers with overlapping footprints, a path
-  from one to the other;
-* ``pages``: for each pair of buffers on one page, the occupant that comes
-  first and a path from each of its uses to each writer of the other.
+* ``format``, ``version``; ``program_sha256``: the hash of the program's canonical JSON;
+* ``order``: every task id once, in the order of one complete execution (each task's
+  waits met by the tasks before it, each SM's queue in task-list order). Counters only
+  grow, so from any reachable state the first unstarted task of this order can start:
+  the program cannot deadlock (spec §3.1);
+* ``paths``: happens-before evidence, each a list of task ids where every hop ``a → b``
+  is a dependency edge on which ``b`` waits for *every* producer of ``a``'s counter.
+  There is one path for each ordering the program needs (spec §3.2): every writer of
+  elements a task reads, before that reader; one of each two writers of overlapping
+  elements, before the other; each writer of a buffer whose writers signal different
+  counters, before the next (a total order); every use of a page occupant, before every write of the
+  next occupant (spec §3.3);
+* ``pages``: for each page, its occupants in use, in the order their live ranges come.
 
-A path is a list of task ids; each hop ``a → b`` is either a counter edge on
-which ``b`` waits for *all* producers (threshold ≥ producer count, so ``a``
-ended before ``b`` started) or an SM-queue edge (same SM, ``a`` earlier in the
-task list). :func:`check_certificate` verifies all of this in time linear in
-the program plus the certificate, without trusting anything that built it.
+Which elements a task reads and writes comes from the one footprint module,
+:mod:`amkspec.proofs.footprint`. The certificate is verified by
+:mod:`amkspec.proofs.cert_check`, which shares none of this code.
+
+Building costs O(V + E) for the order, plus one backward search per task that needs a
+path longer than one hop, confined to the window of the order between its earliest
+source and itself: near-linear on programs whose dependencies are local (layers, chains).
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-from collections import Counter as Tally
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-import attrs
-
-from amkspec.ir import READONLY_KINDS, InstructionKind, MegakernelProgram, dumps
+from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, MegakernelProgram, dumps
+from amkspec.ir.gcpause import gc_paused
+from amkspec.proofs.footprint import Region, task_footprint, uncovered, whole
 
 FORMAT = "amkspec-certificate"
-VERSION = 1
+VERSION = 2
 
 
 class CertificateError(ValueError):
-    """A certificate does not prove what it claims for this program (or cannot be built)."""
+    """No certificate can be built: some obligation of the program has no proof."""
 
 
 def program_hash(prog: MegakernelProgram) -> str:
@@ -49,280 +50,215 @@ def program_hash(prog: MegakernelProgram) -> str:
     return hashlib.sha256(dumps(prog).encode()).hexdigest()
 
 
-@attrs.define
-class _Index:
-    """Shared by builder and checker: who reads/writes what, and the hop relation."""
+class _Graph:
+    """Tasks by list position, the full-join dependency edges, and one execution order."""
 
-    prog: MegakernelProgram
-    pos: dict[int, int] = attrs.field(init=False)
-    nprod: Tally[int] = attrs.field(init=False)
+    def __init__(self, prog: MegakernelProgram) -> None:
+        self.tasks = list(prog.tasks)
+        self.ids = [t.id for t in self.tasks]
+        if len(set(self.ids)) != len(self.ids) or not all(type(i) is int for i in self.ids):
+            raise CertificateError("task ids are not unique ints")
+        self.init = {c.id: c.init for c in prog.counters}
+        self.producers: dict[int, list[int]] = {}
+        for pos, t in enumerate(self.tasks):
+            self.producers.setdefault(t.out_counter, []).append(pos)
+        self.joins: list[list[int]] = [
+            [
+                w.counter
+                for w in t.waits
+                if w.threshold - self.init.get(w.counter, 0) >= len(self.producers.get(w.counter, ()))
+            ]
+            for t in self.tasks
+        ]
+        self.order = self._execution_order()
+        self.rank = [0] * len(self.tasks)
+        for r, pos in enumerate(self.order):
+            self.rank[pos] = r
 
-    def __attrs_post_init__(self) -> None:
-        self.pos = {}
-        for n, t in enumerate(self.prog.tasks):
-            if type(t.id) is not int or t.id in self.pos:
-                raise CertificateError(f"task ids are not unique integers (at position {n})")
-            self.pos[t.id] = n
-        self.nprod = Tally(t.out_counter for t in self.prog.tasks)
+    def _execution_order(self) -> list[int]:
+        """One complete execution, event-driven (each counter's waiters bucketed by threshold)."""
+        n = len(self.tasks)
+        pending = [0] * n
+        buckets: dict[int, dict[int, list[int]]] = {}
+        value = dict(self.init)
+        previous: dict[int, int] = {}
+        following: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for pos, t in enumerate(self.tasks):
+            if t.sm is not None:
+                if t.sm in last:
+                    previous[pos], following[last[t.sm]] = last[t.sm], pos
+                    pending[pos] += 1
+                last[t.sm] = pos
+            for w in t.waits:
+                if value.get(w.counter, 0) < w.threshold:
+                    pending[pos] += 1
+                    buckets.setdefault(w.counter, {}).setdefault(w.threshold, []).append(pos)
+        ready = deque(pos for pos in range(n) if pending[pos] == 0)
+        order: list[int] = []
+        while ready:
+            pos = ready.popleft()
+            order.append(pos)
+            c = self.tasks[pos].out_counter
+            value[c] = value.get(c, 0) + 1
+            released = buckets.get(c, {}).pop(value[c], [])
+            if pos in following:
+                released = [*released, following[pos]]
+            for nxt in released:
+                pending[nxt] -= 1
+                if pending[nxt] == 0:
+                    ready.append(nxt)
+        if len(order) < n:
+            stuck = next(pos for pos in range(n) if pending[pos])
+            raise CertificateError(f"no complete execution: task {self.ids[stuck]} can never start")
+        return order
 
-    def task(self, tid: int) -> Any:
-        return self.prog.tasks[self.pos[tid]]
-
-    def hop(self, a: int, b: int) -> bool:
-        """``a`` ends before ``b`` starts in every execution, by one edge."""
-        ta, tb = self.task(a), self.task(b)
-        if any(w.counter == ta.out_counter and w.threshold >= self.nprod[w.counter] for w in tb.waits):
-            return True
-        return type(ta.sm) is int and ta.sm == tb.sm and self.pos[a] < self.pos[b]
-
-    def users(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
-        readers: dict[int, list[int]] = {}
-        writers: dict[int, list[int]] = {}
-        for t in self.prog.tasks:
-            for b in dict.fromkeys(t.inputs):
-                readers.setdefault(b, []).append(t.id)
-            for b in dict.fromkeys(t.outputs):
-                writers.setdefault(b, []).append(t.id)
-        return readers, writers
-
-
-def _span(task: Any) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    def rng(off: str, size: str) -> tuple[int, int] | None:
-        lo, n = task.params.get(off), task.params.get(size)
-        return (lo, lo + n) if type(lo) is int and type(n) is int and lo >= 0 and n > 0 else None
-
-    cols = (
-        rng("n_off", "N_tile") if task.op in (InstructionKind.GEMV_TILE, InstructionKind.GEMM_TILE) else None
-    )
-    rows = rng("m_off", "M_tile") if task.op is InstructionKind.GEMM_TILE and cols else None
-    return rows, cols
+    def paths_into(self, dst: int, sources: set[int]) -> Iterator[list[int]]:
+        """A happens-before path from each source to ``dst`` (positions), by one backward
+        search over the window of the order above the earliest source."""
+        floor = min(self.rank[s] for s in sources)
+        parent = {dst: dst}
+        left = set(sources)
+        queue = deque([dst])
+        seen_counters: set[int] = set()
+        while queue and left:
+            node = queue.popleft()
+            for c in self.joins[node]:
+                if c in seen_counters:
+                    continue
+                seen_counters.add(c)
+                for p in self.producers.get(c, ()):
+                    if p not in parent and self.rank[p] >= floor:
+                        parent[p] = node
+                        left.discard(p)
+                        queue.append(p)
+        if left:
+            src = min(left)
+            raise CertificateError(f"task {self.ids[src]} is not ordered before task {self.ids[dst]}")
+        for src in sources:
+            path = [src]
+            while path[-1] != dst:
+                path.append(parent[path[-1]])
+            yield [self.ids[p] for p in path]
 
 
-def _meets(x: tuple[int, int] | None, y: tuple[int, int] | None) -> bool:
-    return x is None or y is None or (x[0] < y[1] and y[0] < x[1])
+Uses = dict[int, list[tuple[int, Region]]]
 
 
-def obligations(prog: MegakernelProgram, ix: _Index) -> Iterator[tuple[str, int, int, int]]:
-    """(kind, buffer, before, after): every ordering the certificate must justify, in either
-    direction for ``"write"``.
+def _regions(prog: MegakernelProgram, g: _Graph) -> tuple[dict[int, Buffer], Uses, Uses]:
+    buffers = {b.id: b for b in prog.buffers}
+    reads: Uses = {}
+    writes: Uses = {}
+    for pos, t in enumerate(g.tasks):
+        fp = task_footprint(t, buffers)
+        for bid, region in fp.reads.items():
+            if not region.is_empty:
+                reads.setdefault(bid, []).append((pos, region))
+        for bid, region in fp.writes.items():
+            if not region.is_empty:
+                writes.setdefault(bid, []).append((pos, region))
+    return buffers, reads, writes
 
-    Spec §3.2.
-    """
-    kinds = {b.id: b.kind for b in prog.buffers}
-    readers, writers = ix.users()
-    for buf in sorted(set(readers) | set(writers), key=repr):
-        if buf not in kinds or kinds[buf] in READONLY_KINDS:
+
+def _needs(g: _Graph, buffers: dict[int, Buffer], reads: Uses, writes: Uses) -> dict[int, set[int]]:
+    """target position → source positions that must happen before it (spec §3.2)."""
+    need: dict[int, set[int]] = {}
+    for bid, buf in buffers.items():
+        if buf.kind in READONLY_KINDS:
+            if bid in writes:
+                raise CertificateError(f"buffer {bid} of read-only kind {buf.kind.name} is written")
             continue
-        ws = writers.get(buf, [])
-        for r in readers.get(buf, []):
-            yield from (("read", buf, w, r) for w in ws if w != r)
-        for n, a in enumerate(ws):
-            for b in ws[n + 1 :]:
-                sa, sb = _span(ix.task(a)), _span(ix.task(b))
-                if _meets(sa[0], sb[0]) and _meets(sa[1], sb[1]):
-                    yield ("write", buf, a, b)
+        ws = writes.get(bid, [])
+        users: list[tuple[int | None, Region]] = list(reads.get(bid, []))
+        if buf.kind is BufferKind.IO_OUTPUT:
+            users.append((None, whole(buf.shape)))
+        for reader, region in users:
+            before = [(w, wr) for w, wr in ws if w != reader and wr.overlaps(region)]
+            if buf.kind is not BufferKind.KV_CACHE and uncovered(region, [wr for _, wr in before], buf.shape):
+                who = "the host" if reader is None else f"task {g.ids[reader]}"
+                raise CertificateError(f"{who} reads elements of buffer {bid} that no other task writes")
+            if reader is not None:
+                need.setdefault(reader, set()).update(w for w, _ in before)
+        for a, b in _overlapping(ws):
+            first, then = (a, b) if g.rank[a] < g.rank[b] else (b, a)
+            need.setdefault(then, set()).add(first)
+        chain = sorted({w for w, _ in ws}, key=g.rank.__getitem__)
+        if len({g.tasks[w].out_counter for w in chain}) > 1:  # a counter cannot tell them apart
+            for a, b in itertools.pairwise(chain):
+                need.setdefault(b, set()).add(a)
+    return need
 
 
-def _page_pairs(prog: MegakernelProgram) -> list[tuple[int, int, int]]:
+def _overlapping(ws: list[tuple[int, Region]]) -> Iterator[tuple[int, int]]:
+    """Pairs of writers whose regions share an element (a sweep over the last axis)."""
+    spans = []
+    for w, region in ws:
+        boxes = region.boxes
+        lo = min((b[-1][0] for b in boxes if b), default=0) if boxes is not None else 0
+        hi = max((b[-1][1] for b in boxes if b), default=1) if boxes is not None else 1 << 62
+        spans.append((lo, hi, w, region))
+    spans.sort(key=lambda s: s[0])
+    active: list[tuple[int, int, int, Region]] = []
+    for span in spans:
+        active = [a for a in active if a[1] > span[0]]
+        yield from ((a[2], span[2]) for a in active if a[3].overlaps(span[3]))
+        active.append(span)
+
+
+def _page_needs(
+    prog: MegakernelProgram, g: _Graph, reads: Uses, writes: Uses, need: dict[int, set[int]]
+) -> list[dict[str, Any]]:
+    """Occupants of each page in live-range order; every use of one before every write of the
+    next (spec §3.3)."""
     if prog.pages is None:
         return []
     by_page: dict[int, list[int]] = {}
-    for buf, page in sorted(prog.pages.buffer_to_page.items()):
-        by_page.setdefault(page, []).append(buf)
-    return [
-        (p, a, b) for p, bufs in sorted(by_page.items()) for n, a in enumerate(bufs) for b in bufs[n + 1 :]
-    ]
-
-
-# -- building ------------------------------------------------------------------------------------
-
-
-def _hb_preds(ix: _Index) -> dict[int, list[int]]:
-    prods: dict[int, list[int]] = {}
-    for t in ix.prog.tasks:
-        prods.setdefault(t.out_counter, []).append(t.id)
-    last: dict[int, int] = {}
-    preds: dict[int, list[int]] = {}
-    for t in ix.prog.tasks:
-        preds[t.id] = [
-            p for w in t.waits if w.threshold >= ix.nprod[w.counter] for p in prods.get(w.counter, [])
-        ]
-        if type(t.sm) is int:
-            if t.sm in last:
-                preds[t.id].append(last[t.sm])
-            last[t.sm] = t.id
-    return preds
-
-
-class _Paths:
-    """Shortest happens-before paths into a target, one backward search per target."""
-
-    def __init__(self, preds: dict[int, list[int]]) -> None:
-        self.preds = preds
-        self.trees: dict[int, dict[int, int]] = {}
-
-    def path(self, src: int, dst: int) -> list[int] | None:
-        if dst not in self.trees:
-            tree = {dst: dst}
-            queue = deque([dst])
-            while queue:
-                n = queue.popleft()
-                for p in self.preds[n]:
-                    if p not in tree:
-                        tree[p] = n
-                        queue.append(p)
-            self.trees[dst] = tree
-        tree = self.trees[dst]
-        if src == dst or src not in tree:
-            return None
-        out = [src]
-        while out[-1] != dst:
-            out.append(tree[out[-1]])
-        return out
-
-
-def _execution_order(ix: _Index) -> list[int]:
-    prods: dict[int, list[int]] = {}
-    for t in ix.prog.tasks:
-        prods.setdefault(t.out_counter, []).append(t.id)
-    value: Tally[int] = Tally()
-    last: dict[int, int] = {}
-    prev: dict[int, int] = {}
-    for t in ix.prog.tasks:
-        if type(t.sm) is int:
-            if t.sm in last:
-                prev[t.id] = last[t.sm]
-            last[t.sm] = t.id
-    waiting = deque(t.id for t in ix.prog.tasks)
-    order: list[int] = []
-    done: set[int] = set()
-    stalled = 0
-    while waiting and stalled <= len(waiting):
-        tid = waiting.popleft()
-        t = ix.task(tid)
-        if (tid not in prev or prev[tid] in done) and all(value[w.counter] >= w.threshold for w in t.waits):
-            order.append(tid)
-            done.add(tid)
-            value[t.out_counter] += 1
-            stalled = 0
-        else:
-            waiting.append(tid)
-            stalled += 1
-    if waiting:
-        raise CertificateError(f"no complete execution: task {waiting[0]} can never start")
-    return order
+    for bid, pid in prog.pages.buffer_to_page.items():
+        if bid in reads or bid in writes:
+            by_page.setdefault(pid, []).append(bid)
+    out = []
+    for pid, bids in sorted(by_page.items()):
+        if any(b not in writes for b in bids):
+            raise CertificateError(f"page {pid}: an occupant is read but never written")
+        bids.sort(key=lambda b: min(g.rank[w] for w, _ in writes[b]))
+        for x, y in itertools.pairwise(bids):
+            for u, _ in (*reads.get(x, []), *writes[x]):
+                for w, _ in writes[y]:
+                    if u == w:
+                        raise CertificateError(
+                            f"page {pid}: task {g.ids[u]} uses buffers {x} and {y} at once"
+                        )
+                    need.setdefault(w, set()).add(u)
+        out.append({"page": pid, "occupants": bids})
+    return out
 
 
 def certify(prog: MegakernelProgram) -> dict[str, Any]:
     """Build the certificate of ``prog``; raises :class:`CertificateError` if some obligation has no proof.
 
-    Spec §3.
+    Spec §3. The cyclic garbage collector is paused meanwhile (bulk allocation of acyclic data).
     """
-    ix = _Index(prog)
-    paths = _Paths(_hb_preds(ix))
-    cert: dict[str, Any] = {
+    with gc_paused():
+        return _certify(prog)
+
+
+def _certify(prog: MegakernelProgram) -> dict[str, Any]:
+    g = _Graph(prog)
+    buffers, reads, writes = _regions(prog, g)
+    need = _needs(g, buffers, reads, writes)
+    pages = _page_needs(prog, g, reads, writes, need)
+    paths: list[list[int]] = []
+    for dst in sorted(need, key=g.rank.__getitem__):
+        direct = {p for c in g.joins[dst] for p in g.producers.get(c, ())}
+        sources = need[dst] - {dst}
+        paths.extend([g.ids[s], g.ids[dst]] for s in sorted(sources & direct))
+        if sources - direct:
+            paths.extend(g.paths_into(dst, sources - direct))
+    return {
         "format": FORMAT,
         "version": VERSION,
         "program_sha256": program_hash(prog),
-        "order": _execution_order(ix),
-        "reads": [],
-        "writes": [],
-        "pages": [],
+        "order": [g.ids[p] for p in g.order],
+        "paths": paths,
+        "pages": pages,
     }
-    for kind, buf, a, b in obligations(prog, ix):
-        path = paths.path(a, b) or (paths.path(b, a) if kind == "write" else None)
-        if path is None:
-            raise CertificateError(
-                f"{kind} of buffer {buf}: no happens-before path between tasks {a} and {b}"
-            )
-        key = ("writer", "reader") if kind == "read" else ("first", "second")
-        cert[kind + "s"].append({"buffer": buf, key[0]: a, key[1]: b, "path": path})
-    readers, writers = ix.users()
-    for page, x, y in _page_pairs(prog):
-        for first, second in ((x, y), (y, x)):
-            uses = list(dict.fromkeys(readers.get(first, []) + writers.get(first, [])))
-            found = [(u, v, paths.path(u, v)) for u in uses for v in writers.get(second, [])]
-            if all(p is not None for _, _, p in found):
-                cert["pages"].append(
-                    {"page": page, "first": first, "then": second, "paths": [p for _, _, p in found]}
-                )
-                break
-        else:
-            raise CertificateError(f"page {page}: the live ranges of buffers {x} and {y} are not ordered")
-    return cert
-
-
-# -- the independent checker ---------------------------------------------------------------------
-
-
-def _check_path(ix: _Index, path: Any, src: int, dst: int) -> None:
-    if not isinstance(path, list) or len(path) < 2 or path[0] != src or path[-1] != dst:
-        raise CertificateError(f"path {path!r} does not lead from task {src} to task {dst}")
-    for a, b in itertools.pairwise(path):
-        if a not in ix.pos or b not in ix.pos or not ix.hop(a, b):
-            raise CertificateError(f"path from {src} to {dst}: {a} -> {b} is not a happens-before edge")
-
-
-def _check_order(ix: _Index, order: Any) -> None:
-    if not isinstance(order, list) or sorted(order, key=repr) != sorted(ix.pos, key=repr):
-        raise CertificateError("order is not a permutation of the task ids")
-    at = {tid: n for n, tid in enumerate(order)}
-    value: Tally[int] = Tally()
-    last: dict[int, int] = {}
-    for tid in ix.pos:
-        t = ix.task(tid)
-        if type(t.sm) is int:
-            if t.sm in last and at[last[t.sm]] > at[tid]:
-                raise CertificateError(f"order runs task {tid} before its SM queue predecessor")
-            last[t.sm] = tid
-    for tid in order:
-        t = ix.task(tid)
-        for w in t.waits:
-            if value[w.counter] < w.threshold:
-                raise CertificateError(f"order starts task {tid} while counter {w.counter} < {w.threshold}")
-        value[t.out_counter] += 1
-
-
-def check_certificate(prog: MegakernelProgram, cert: Any) -> None:
-    """Verify ``cert`` against ``prog``; raises :class:`CertificateError` with the first problem (spec §3)."""
-    try:
-        _check(prog, cert)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise CertificateError(f"malformed certificate: {exc!r}") from exc
-
-
-def _check(prog: MegakernelProgram, cert: Any) -> None:
-    if not isinstance(cert, dict) or cert.get("format") != FORMAT or cert.get("version") != VERSION:
-        raise CertificateError("not an amkspec certificate of a supported version")
-    if cert.get("program_sha256") != program_hash(prog):
-        raise CertificateError("the certificate was made for a different program")
-    ix = _Index(prog)
-    _check_order(ix, cert["order"])
-    given: dict[tuple[str, int, int, int], Any] = {}
-    for e in cert["reads"]:
-        given[("read", e["buffer"], e["writer"], e["reader"])] = e["path"]
-    for e in cert["writes"]:
-        given[("write", e["buffer"], e["first"], e["second"])] = e["path"]
-    for kind, buf, a, b in obligations(prog, ix):
-        key = (kind, buf, a, b)
-        if key not in given:
-            raise CertificateError(f"no justification for the {kind} ({a}, {b}) of buffer {buf}")
-        path = given[key]
-        forward = isinstance(path, list) and bool(path) and path[0] == a
-        _check_path(ix, path, a if forward or kind == "read" else b, b if forward or kind == "read" else a)
-    _check_pages(prog, ix, cert["pages"])
-
-
-def _check_pages(prog: MegakernelProgram, ix: _Index, entries: list[Any]) -> None:
-    readers, writers = ix.users()
-    by_pair = {(e["page"], frozenset((e["first"], e["then"]))): e for e in entries}
-    for page, x, y in _page_pairs(prog):
-        e = by_pair.get((page, frozenset((x, y))))
-        if e is None or {e["first"], e["then"]} != {x, y}:
-            raise CertificateError(f"page {page}: no ordering of buffers {x} and {y}")
-        uses = list(dict.fromkeys(readers.get(e["first"], []) + writers.get(e["first"], [])))
-        need = [(u, v) for u in uses for v in writers.get(e["then"], [])]
-        if len(e["paths"]) != len(need):
-            raise CertificateError(f"page {page}: expected {len(need)} paths")
-        for (u, v), path in zip(need, e["paths"], strict=False):
-            _check_path(ix, path, u, v)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any, TypeGuard
 
 from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
+from amkspec.proofs.footprint import EMPTY, Memo, Region, TaskRegions, region_of, task_regions
 from amkspec.proofs.reach import Reachability
 
 
@@ -74,6 +75,8 @@ class ProgramIndex:
         self._index_edges()
         self.topo: list[int] | None = kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
+        self._memo = Memo()
+        self._regions: list[TaskRegions | None] = [None] * n
 
     def _index_tasks(self) -> None:
         buffers, readers, writers, producers = self.buffers, self.readers, self.writers, self.producers
@@ -129,6 +132,23 @@ class ProgramIndex:
             for p in preds:
                 succs[p].append(pos)
         self.n_edges = n_edges
+
+    def regions(self, pos: int) -> TaskRegions:
+        """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
+        found = self._regions[pos]
+        if found is None:
+            found = self._regions[pos] = task_regions(self.tasks[pos], self.buffers, self._memo)
+        return found
+
+    def read_region(self, pos: int, bid: int) -> Region:
+        """Elements of buffer ``bid`` the task at ``pos`` reads (spec §3.2)."""
+        ids, reads, _, _ = self.regions(pos)
+        return region_of(ids, reads, bid) if bid in ids else EMPTY
+
+    def write_region(self, pos: int, bid: int) -> Region:
+        """Elements of buffer ``bid`` the task at ``pos`` writes (spec §3.2)."""
+        _, _, ids, writes = self.regions(pos)
+        return region_of(ids, writes, bid) if bid in ids else EMPTY
 
     @property
     def acyclic(self) -> bool:

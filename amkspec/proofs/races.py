@@ -1,9 +1,12 @@
 """Race-freedom obligations (codes R3xx, spec §3.2, §3.3, §4).
 
 A counter carries a count, not the identity of who finished, so a read is safe
-only when *every* other writer of the buffer happens-before the reader through
-dependency edges, and two writers of one buffer are safe only when their tiles
-are disjoint under one counter or they are totally ordered. Happens-before
+only when *every* other writer of the elements it reads happens-before the reader
+through dependency edges, and two writers of one buffer are safe only when their
+tiles are disjoint under one counter or they are totally ordered. Which elements a
+task reads and writes comes from the one footprint module
+(:mod:`amkspec.proofs.footprint`); a declared operand the semantics do not touch
+(a NOP's outputs, KV_APPEND's cache input) is no read and no write. Happens-before
 queries go through :class:`amkspec.proofs.reach.Reachability` (direct edges
 first, then chunked ancestor bitsets), so every check runs at any program size.
 """
@@ -12,10 +15,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from typing import Any
 
-from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, InstructionKind, MemSpace
+from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
+from amkspec.proofs.footprint import Box, Region, first_overlap, uncovered
 from amkspec.proofs.index import ProgramIndex, is_int
 from amkspec.proofs.structure import buffer_problem, page_index
 
@@ -32,7 +35,11 @@ UNORDERED_READ = register(
     "R303", _R, "§3.2", _E, "a read is not ordered after every other writer of the buffer (happens-before)"
 )
 SELF_READ = register(
-    "R304", _R, "§3.2", _W, "a task reads a buffer only it writes (its own uninitialised output)"
+    "R304",
+    _R,
+    "§3.2",
+    _E,
+    "a task reads elements of a buffer that only it writes (its own uninitialised output)",
 )
 KV_ORDER = register(
     "R305", _R, "§3.2", _E, "a KV_CACHE written this pass is read without being ordered after its writers"
@@ -44,7 +51,7 @@ READONLY_WRITE = register(
     "R307", _R, "§3.2", _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)"
 )
 UNWRITTEN_COLUMNS = register(
-    "R308", _R, "§3.2", _E, "a consumed buffer has columns that no tile writes (a read of unwritten data)"
+    "R308", _R, "§3.2", _E, "a consumed buffer has elements that no task writes (a read of unwritten data)"
 )
 ON_CHIP_SMS = register(
     "R309",
@@ -63,10 +70,6 @@ PAGE_ALIAS = register(
     _E,
     "two buffers share a page but a use of one is not ordered before a write of the other",
 )
-
-Interval = tuple[int, int]
-Footprint = tuple[Interval | None, Interval | None]
-"""(rows, columns) written by a task; None means every row / every column."""
 
 
 def _kind(ix: ProgramIndex, bid: int) -> BufferKind | None:
@@ -120,7 +123,8 @@ def check_readonly_writes(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Every read of a transient buffer follows every other writer of it (spec §3.2 and KV ordering)."""
+    """Every read of a transient buffer follows every other writer of the elements it reads
+    (spec §3.2 and KV ordering); a task that reads elements only it writes reads stale data."""
     if not ix.acyclic:
         return
     pending: list[tuple[int, int, list[int]]] = []
@@ -138,17 +142,14 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         for r in readers:
             others = [w for w in writers if w != r]
             if not others:
-                if kind is not BufferKind.KV_CACHE:
-                    yield diag(
-                        SELF_READ,
-                        f"task {ix.describe(r)} reads buffer {ix.buffer_name(bid)}, which only it writes "
-                        "(an in-place read of its own uninitialised output)",
-                        tasks=[ix.task_id(r)],
-                        buffers=[bid],
-                    )
+                if kind is not BufferKind.KV_CACHE and not ix.read_region(r, bid).is_empty:
+                    yield _self_read(ix, r, bid)
                 continue
             waited = ix.wait_counters[r]
             unresolved = [w for w in others if out_counter[w] not in waited]
+            if unresolved:
+                read = ix.read_region(r, bid)
+                unresolved = [w for w in unresolved if read.overlaps(ix.write_region(w, bid))]
             if unresolved:
                 pending.append((r, bid, unresolved))
                 queries.extend((w, r) for w in unresolved)
@@ -157,6 +158,16 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         bad = [w for w in unresolved if (w, r) not in ordered]
         if bad:
             yield _unordered_read(ix, r, bid, bad)
+
+
+def _self_read(ix: ProgramIndex, r: int, bid: int) -> Diagnostic:
+    return diag(
+        SELF_READ,
+        f"task {ix.describe(r)} reads {ix.read_region(r, bid).describe()} of buffer {ix.buffer_name(bid)}, "
+        "which only it writes: it reads its own uninitialised output (the values are undefined)",
+        tasks=[ix.task_id(r)],
+        buffers=[bid],
+    )
 
 
 def _never_produced(ix: ProgramIndex, bid: int, kind: BufferKind, readers: list[int]) -> Iterator[Diagnostic]:
@@ -184,67 +195,12 @@ def _unordered_read(ix: ProgramIndex, r: int, bid: int, bad: list[int]) -> Diagn
     )
 
 
-# -- write footprints ------------------------------------------------------------------------
-
-
-def _range(params: dict[Any, Any], off: str, size: str) -> Interval | None:
-    start, width = params.get(off), params.get(size)
-    if is_int(start) and is_int(width) and start >= 0 and width > 0:
-        return (start, start + width)
-    return None
-
-
-def footprint(task: Any) -> Footprint:
-    """Rows and columns a task writes: GEMV/GEMM tiles write ``[n_off, n_off+N_tile)`` (GEMM also
-    rows ``[m_off, m_off+M_tile)``); every other task, or a tile with invalid params, writes all.
-
-    Spec §3.2.
-    """
-    op = getattr(task, "op", None)
-    params = getattr(task, "params", None)
-    if op not in _TILED or not isinstance(params, dict):
-        return (None, None)
-    cols = _range(params, "n_off", "N_tile")
-    if cols is None:
-        return (None, None)
-    rows = _range(params, "m_off", "M_tile") if op is InstructionKind.GEMM_TILE else None
-    return (rows, cols)
-
-
-_TILED = (InstructionKind.GEMV_TILE, InstructionKind.GEMM_TILE)
-
-
-def _overlap(a: Interval | None, b: Interval | None) -> bool:
-    return a is None or b is None or (a[0] < b[1] and b[0] < a[1])
-
-
-def _show(iv: Interval | None, what: str) -> str:
-    return f"all {what}" if iv is None else f"{what} [{iv[0]}, {iv[1]})"
-
-
-def overlapping_pair(writers: list[int], fps: list[Footprint]) -> tuple[int, int] | None:
-    """Indices of two writers whose footprints overlap, or None when all are pairwise disjoint (spec §3.2)."""
-    idx = range(len(writers))
-    if all(f[0] is None and f[1] is not None for f in fps):
-        order = sorted(idx, key=lambda i: fps[i][1])  # type: ignore[arg-type,return-value]
-        reach_end, holder = -1, -1
-        for i in order:
-            cols = fps[i][1]
-            assert cols is not None
-            if cols[0] < reach_end:
-                return (holder, i)
-            if cols[1] > reach_end:
-                reach_end, holder = cols[1], i
-        return None
-    for i in idx:
-        for j in range(i + 1, len(writers)):
-            if _overlap(fps[i][0], fps[j][0]) and _overlap(fps[i][1], fps[j][1]):
-                return (i, j)
-    return None
+# -- write-after-write and coverage ----------------------------------------------------------
 
 
 def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Writers of one buffer: disjoint tiles under one counter, or a total order (beyond the spec).
+    """Writers of one buffer: disjoint footprints under one counter, or a total order (beyond the
+    spec). A declared writer whose footprint is empty writes nothing and is left out.
 
     Spec §3.2.
     """
@@ -253,12 +209,15 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     rank = ix.reach.rank
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
-    for bid, writers in ix.writers.items():
+    for bid, declared in ix.writers.items():
         kind = _kind(ix, bid)
-        if len(writers) < 2 or kind is None or kind in READONLY_KINDS:
+        if len(declared) < 2 or kind is None or kind in READONLY_KINDS:
             continue
-        fps = [footprint(ix.tasks[w]) for w in writers]
-        pair = overlapping_pair(writers, fps)
+        regions = [ix.write_region(w, bid) for w in declared]
+        writers = [w for w, reg in zip(declared, regions, strict=True) if not reg.is_empty]
+        if len(writers) < 2:
+            continue
+        pair = first_overlap([reg for reg in regions if not reg.is_empty])
         counters = {ix.out_counter[w] for w in writers}
         if pair is None and len(counters) == 1 and None not in counters:
             continue
@@ -277,11 +236,10 @@ def _write_race(
     ix: ProgramIndex, bid: int, gap: tuple[int, int], clash: tuple[int, int] | None
 ) -> Diagnostic:
     a, b = clash if clash is not None else gap
-    fa, fb = footprint(ix.tasks[a]), footprint(ix.tasks[b])
     if clash is not None:
         why = (
-            f"their footprints ({_show(fa[0], 'rows')}, {_show(fa[1], 'columns')}) and "
-            f"({_show(fb[0], 'rows')}, {_show(fb[1], 'columns')}) overlap"
+            f"their footprints {ix.write_region(a, bid).describe()} and "
+            f"{ix.write_region(b, bid).describe()} overlap"
         )
     else:
         why = f"they signal different counters ({ix.out_counter[a]}, {ix.out_counter[b]})"
@@ -297,49 +255,65 @@ def _write_race(
 
 
 def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Tiled writers of a consumed buffer must cover its last dim: a gap is read as unwritten data.
+    """Every element a task reads of a written ACTIVATION, and every element of a written
+    IO_OUTPUT, is written by some other task: a gap is read as unwritten data.
 
     Spec §3.2.
     """
-    tasks = ix.tasks
     for bid, writers in ix.writers.items():
-        if any(getattr(tasks[w], "op", None) not in _TILED for w in writers):
-            continue
         buf = ix.buffers[bid]
         kind = _kind(ix, bid)
         readers = ix.readers.get(bid, [])
-        if kind not in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT) or buffer_problem(buf) is not None:
+        if kind not in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT):
             continue
-        if (not readers and kind is not BufferKind.IO_OUTPUT) or not buf.shape:
+        if not readers and kind is not BufferKind.IO_OUTPUT:
             continue
-        cols = [footprint(ix.tasks[w])[1] for w in writers]
-        if any(c is None for c in cols):
+        writes = [ix.write_region(w, bid) for w in writers]
+        only = writes[0].boxes if len(writes) == 1 and writers[0] not in readers else None
+        if readers and only is not None and len(only) == 1 and only[0] == tuple((0, d) for d in buf.shape):
+            continue  # one writer of the whole buffer covers every read
+        if any(w.boxes is None for w in writes) or buffer_problem(buf) is not None:
             continue
-        gaps = _gaps([c for c in cols if c is not None], buf.shape[-1])
+        shape = tuple(buf.shape)
+        reading = set(readers)
+        if any(_is_whole(reg, shape) and w not in reading for w, reg in zip(writers, writes, strict=True)):
+            continue  # a writer of the whole buffer that reads none of it covers every other read
+        gaps: list[Box] = []
+        if kind is BufferKind.IO_OUTPUT:
+            gaps = uncovered(Region(None), writes, shape)
+        for r in readers:
+            if gaps:
+                break
+            others = [reg for w, reg in zip(writers, writes, strict=True) if w != r]
+            if len(others) < len(writes) and not any(not o.is_empty for o in others):
+                continue  # R304 reports a read of elements only the reader writes
+            gaps = uncovered(ix.read_region(r, bid), others, shape)
         if gaps:
             users = f"read by {ix.describe_many(readers)}" if readers else "returned to the host (IO_OUTPUT)"
-            shown = ", ".join(f"[{a}, {b})" for a, b in gaps[:4])
             yield diag(
                 UNWRITTEN_COLUMNS,
-                f"columns {shown} of buffer {ix.buffer_name(bid)} (last dim {buf.shape[-1]}) are "
-                f"written by no tile of {ix.describe_many(writers)}, but the buffer is {users}",
+                f"{_show_gaps(gaps, shape)} of buffer {ix.buffer_name(bid)} (shape {list(shape)}) are "
+                f"written by no task of {ix.describe_many(writers)}, but the buffer is {users}",
                 tasks=ix.task_ids([*writers, *readers]),
                 buffers=[bid],
             )
 
 
-def _gaps(intervals: list[Interval], size: int) -> list[Interval]:
-    gaps: list[Interval] = []
-    at = 0
-    for start, end in sorted(intervals):
-        if start > at:
-            gaps.append((at, min(start, size)))
-        at = max(at, end)
-        if at >= size:
-            break
-    if at < size:
-        gaps.append((at, size))
-    return [g for g in gaps if g[0] < g[1]]
+def _is_whole(region: Region, shape: tuple[int, ...]) -> bool:
+    return (
+        region.boxes is not None
+        and len(region.boxes) == 1
+        and region.boxes[0] == tuple((0, d) for d in shape)
+    )
+
+
+def _show_gaps(gaps: list[Box], shape: tuple[int, ...]) -> str:
+    """``columns [a, b), …`` when every gap spans all leading dims, else the element boxes."""
+    if shape and all(all(iv == (0, d) for iv, d in zip(g[:-1], shape[:-1], strict=True)) for g in gaps):
+        cols = sorted({g[-1] for g in gaps})
+        return "columns " + ", ".join(f"[{a}, {b})" for a, b in cols[:4])
+    shown = ["[" + ", ".join(f"{a}:{b}" for a, b in g) + "]" for g in gaps[:4]]
+    return "elements " + ", ".join(shown) + (" …" if len(gaps) > 4 else "")
 
 
 # -- on-chip buffers -------------------------------------------------------------------------
@@ -395,33 +369,40 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
     pages = page_index(ix)
     occupants: dict[int, list[int]] = {}
     for bid, pid in alloc.buffer_to_page.items():
-        if is_int(bid) and bid in ix.buffers and is_int(pid) and pid in pages and ix.writers.get(bid):
+        if is_int(bid) and bid in ix.buffers and is_int(pid) and pid in pages and _writers(ix, bid):
             occupants.setdefault(pid, []).append(bid)
     rank = ix.reach.rank
     checks: list[tuple[int, int, int]] = []
     queries: list[tuple[int, int]] = []
     failed: list[tuple[int, int, int, int, int]] = []
     for pid, bids in occupants.items():
-        bids.sort(key=lambda b: min(rank[w] for w in ix.writers[b]))
+        bids.sort(key=lambda b: min(rank[w] for w in _writers(ix, b)))
         for a, b in itertools.pairwise(bids):
             last_use = max(_uses(ix, a), key=rank.__getitem__)
-            first_write = min(ix.writers[b], key=rank.__getitem__)
+            first_write = min(_writers(ix, b), key=rank.__getitem__)
             if rank[last_use] >= rank[first_write]:
                 failed.append((pid, a, b, last_use, first_write))
                 continue
             checks.append((pid, a, b))
-            queries.extend((u, w) for u in _uses(ix, a) for w in ix.writers[b])
+            queries.extend((u, w) for u in _uses(ix, a) for w in _writers(ix, b))
     ordered = ix.reach.ancestors(queries)
     for pid, a, b in checks:
-        bad = next(((u, w) for u in _uses(ix, a) for w in ix.writers[b] if (u, w) not in ordered), None)
+        bad = next(((u, w) for u in _uses(ix, a) for w in _writers(ix, b) if (u, w) not in ordered), None)
         if bad is not None:
             failed.append((pid, a, b, *bad))
     for pid, a, b, u, w in sorted(failed):
         yield _clobber(ix, pid, a, b, u, w)
 
 
+def _writers(ix: ProgramIndex, bid: int) -> list[int]:
+    """Tasks that write at least one element of ``bid``."""
+    return [w for w in ix.writers.get(bid, []) if not ix.write_region(w, bid).is_empty]
+
+
 def _uses(ix: ProgramIndex, bid: int) -> list[int]:
-    return sorted(set(ix.readers.get(bid, [])) | set(ix.writers.get(bid, [])))
+    """Tasks that read or write at least one element of ``bid``."""
+    readers = [r for r in ix.readers.get(bid, []) if not ix.read_region(r, bid).is_empty]
+    return sorted(set(readers) | set(_writers(ix, bid)))
 
 
 def _clobber(ix: ProgramIndex, pid: int, a: int, b: int, u: int, w: int) -> Diagnostic:

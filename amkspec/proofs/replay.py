@@ -1,7 +1,7 @@
 """Replay checker: re-execute a witness trace on an abstract counter machine (no z3, no torch).
 
 The machine follows spec §2: a task may start only when each of its waits
-holds (counter value ≥ threshold, counters start at 0) and, when it has an SM,
+holds (counter value ≥ threshold, counters start at their ``init``) and, when it has an SM,
 only after the task before it in that SM's queue (task-list order) has ended;
 each task starts once and ends once, after it started; an end increments the
 task's out_counter by one and completes its writes (the shadow state).
@@ -19,11 +19,24 @@ from typing import Any
 import attrs
 
 from amkspec.ir import MegakernelProgram
+from amkspec.proofs.footprint import Footprint, Memo, task_footprint, uncovered
 from amkspec.proofs.trace import Event, trace_from_json
 
 
 class ReplayError(ValueError):
     """The trace is not a legal execution, or does not show what it claims."""
+
+
+def initial_counters(prog: MegakernelProgram) -> Tally[int]:
+    """Counter id → its ``init`` (spec §1.4; the first record of an id wins, non-int inits count 0)."""
+    values: Tally[int] = Tally()
+    seen: set[Any] = set()
+    for c in prog.counters if isinstance(prog.counters, list) else []:
+        cid, init = getattr(c, "id", None), getattr(c, "init", 0)
+        if type(cid) is int and cid not in seen:
+            seen.add(cid)
+            values[cid] = init if type(init) is int else 0
+    return values
 
 
 @attrs.define
@@ -40,6 +53,7 @@ class Machine:
     """task id → position of its end event (its writes are complete from here on)."""
 
     def __attrs_post_init__(self) -> None:
+        self.counters = initial_counters(self.prog)
         self.tasks = {}
         for t in self.prog.tasks:
             if t.id in self.tasks:
@@ -98,7 +112,7 @@ def _before(m: Machine, first: dict[int, int], a: int, second: dict[int, int], b
 
 
 def _check_counters(m: Machine, events: list[dict[str, Any]]) -> None:
-    values: Tally[int] = Tally()
+    values = initial_counters(m.prog)
     for n, item in enumerate(events):
         task = m.tasks[item["task"]]
         if item["event"] == "end":
@@ -108,25 +122,47 @@ def _check_counters(m: Machine, events: list[dict[str, Any]]) -> None:
                 raise ReplayError(f"event {n}: claims counter {c} = {v}, replay has {values[int(c)]}")
 
 
-def _read_race(m: Machine, roles: dict[str, int]) -> None:
-    r, w, b = roles["reader"], roles["writer"], roles["buffer"]
-    if b not in m.tasks[r].inputs or b not in m.tasks[w].outputs or r == w:
+def _footprints(m: Machine) -> dict[int, Footprint]:
+    """Task id → footprint (:mod:`amkspec.proofs.footprint`)."""
+    buffers: dict[int, Any] = {}
+    for b in m.prog.buffers:
+        buffers.setdefault(b.id, b)
+    memo = Memo()
+    return {tid: task_footprint(t, buffers, memo) for tid, t in m.tasks.items()}
+
+
+def _task(m: Machine, roles: dict[str, Any], role: str) -> int:
+    tid = roles[role]
+    if type(tid) is not int or tid not in m.tasks:
+        raise ReplayError(f"role {role!r} names no task")
+    return tid
+
+
+def _read_race(m: Machine, roles: dict[str, Any]) -> None:
+    r, w, b = _task(m, roles, "reader"), _task(m, roles, "writer"), roles["buffer"]
+    fps = _footprints(m)
+    if r == w or not fps[r].read(b).overlaps(fps[w].write(b)):
         raise ReplayError("the reader/writer roles do not match the program")
     if r not in m.started or _before(m, m.ended, w, m.started, r):
         raise ReplayError(f"task {r} does not start before writer {w} ends")
 
 
-def _unwritten(m: Machine, roles: dict[str, int]) -> None:
-    r, b = roles["reader"], roles["buffer"]
-    if b not in m.tasks[r].inputs or any(b in t.outputs for t in m.prog.tasks):
-        raise ReplayError(f"task {r} does not read buffer {b}, or some task writes it")
+def _unwritten(m: Machine, roles: dict[str, Any]) -> None:
+    r, b = _task(m, roles, "reader"), roles["buffer"]
+    fps = _footprints(m)
+    buf = next((x for x in m.prog.buffers if x.id == b), None)
+    others = [fp.write(b) for tid, fp in fps.items() if tid != r]
+    read = fps[r].read(b)
+    if buf is None or read.is_empty or not uncovered(read, others, tuple(buf.shape)):
+        raise ReplayError(f"task {r} reads no element of buffer {b} that no other task writes")
     if r not in m.started:
         raise ReplayError(f"task {r} never starts")
 
 
-def _write_race(m: Machine, roles: dict[str, int]) -> None:
-    a, b = roles["first"], roles["second"]
-    if a == b or any(roles["buffer"] not in m.tasks[t].outputs for t in (a, b)):
+def _write_race(m: Machine, roles: dict[str, Any]) -> None:
+    a, b = _task(m, roles, "first"), _task(m, roles, "second")
+    fps = _footprints(m)
+    if a == b or not fps[a].write(roles["buffer"]).overlaps(fps[b].write(roles["buffer"])):
         raise ReplayError("the writer roles do not match the program")
     if not (
         a in m.started
@@ -137,8 +173,8 @@ def _write_race(m: Machine, roles: dict[str, int]) -> None:
         raise ReplayError(f"writers {a} and {b} never run at the same time")
 
 
-def _clobber(m: Machine, roles: dict[str, int]) -> None:
-    u1, u2, v = roles["writer"], roles["reader"], roles["clobberer"]
+def _clobber(m: Machine, roles: dict[str, Any]) -> None:
+    u1, u2, v = _task(m, roles, "writer"), _task(m, roles, "reader"), _task(m, roles, "clobberer")
     x, y = roles["buffer"], roles["other"]
     pages = m.prog.pages.buffer_to_page if m.prog.pages else {}
     if (
@@ -221,7 +257,7 @@ def check_witness(prog: MegakernelProgram, witness: dict[str, Any]) -> None:
             _cycle(m, witness["cycle"])
         else:
             raise ReplayError(f"unknown witness kind {kind!r}")
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
         if isinstance(exc, ReplayError):
             raise
-        raise ReplayError(f"malformed witness: {exc!r}") from exc
+        raise ReplayError(f"malformed witness: {type(exc).__name__}: {exc}") from exc

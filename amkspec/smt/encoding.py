@@ -8,9 +8,9 @@ strict, and a trace lists equal-time ends before starts.
 
 For a task that starts (``s_i < 0``):
 
-* each wait ``(c, t)`` holds: ``#{p ∈ producers(c) : e_p < s_i} ≥ t`` (spec §2; an
-  all-join wait becomes ``e_p < s_i`` for every producer, a partial one a
-  pseudo-boolean sum);
+* each wait ``(c, t)`` holds: ``init(c) + #{p ∈ producers(c) : e_p < s_i} ≥ t`` (spec §1.4,
+  §2; an all-join wait becomes ``e_p < s_i`` for every producer, a partial one a
+  pseudo-boolean sum, a wait whose threshold the init already reaches nothing);
 * its SM-queue predecessor has ended: ``e_prev < s_i`` (spec §3.1, per-SM queue).
 
 Constraints are added lazily for the ancestor closure of the tasks a query
@@ -63,6 +63,7 @@ class Encoding:
     def wait_holds(self, i: int, counter: int, threshold: int) -> z3.BoolRef:
         """The wait ``(counter, threshold)`` of task ``i`` holds when ``i`` starts."""
         prods = self.view.producers.get(counter, [])
+        threshold -= self.view.init.get(counter, 0)
         if threshold <= 0:
             return z3.BoolVal(True, self.ctx)
         if len(prods) < threshold:

@@ -12,12 +12,14 @@ this program; SAT yields a :class:`~amkspec.smt.witness.Witness`:
   states where each could start, both can start. Unless they share an SM
   queue, which fixes their order. One query therefore covers both cases.)
 * **page clobber** (spec §4): a write of one occupant of a page lands inside
-  the live range of another (after it was written, before its reader ended);
+  the live range of another: it lands after that occupant was written and starts
+  before a reader of it starts (so the read sees the page overwritten);
 * **deadlock** (spec §3.1): a reachable state where nothing runs, not every
   task finished, and every unstarted task is blocked by an unmet wait or an
   unfinished SM-queue predecessor;
 * **cycle**: a cycle of producer→consumer and SM-queue edges;
-* **unwritten read**: a task that reads a transient buffer no task writes can start.
+* **unwritten read**: a task that reads elements of a transient buffer that no other task
+  writes (no writer at all, a coverage gap, its own output) can start.
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ class Prover:
         """Can ``reader`` start at all? It then reads ``buffer``, which no task writes."""
 
         def run() -> Witness | None:
-            if self.view.buffer_users.get(buffer, ([], []))[1]:
+            gap = any(o.buffer == buffer and o.unwritten for o in self.reads_of.get(reader, []))
+            if not gap and buffer in self.view.tasks[reader].reads and self.view.buffer_users[buffer][1]:
                 return None
             self.enc.ensure([reader])
             model = self.enc.check(self.enc.started(reader))
@@ -136,7 +139,7 @@ class Prover:
             tid = self.view.tasks[reader].id
             return Witness(
                 "unwritten-read",
-                f"task {self._name(reader)} reads {self._buf(buffer)}, which no task writes",
+                f"task {self._name(reader)} reads elements of {self._buf(buffer)} that no other task writes",
                 (tid,),
                 (buffer,),
                 (),
@@ -194,7 +197,7 @@ class Prover:
             for u1 in writers:
                 for u2 in readers:
                     for v in users.get(y, ([], []))[1]:
-                        if v != u1:
+                        if v not in (u1, u2):
                             yield x, y, u1, u2, v
 
     def _clobber_witness(self, share: PageShare, involved: list[int]) -> Witness | None:
@@ -205,12 +208,14 @@ class Prover:
         enc.ensure(involved)
 
         def bad(u1: int, u2: int, v: int) -> z3.BoolRef:
+            # v's write of the other occupant is under way, or landed after u1's, when u2 reads.
             return z3.And(
                 enc.ended(u1),
                 enc.started(v),
                 enc.started(u2),
-                enc.end(u1) < enc.end(v),
-                enc.start(v) < enc.end(u2),
+                enc.end(u1) < enc.start(u2),
+                enc.start(v) < enc.start(u2),
+                z3.Or(enc.start(u2) < enc.end(v), enc.end(u1) < enc.end(v)),
             )
 
         model = enc.check(z3.Or([bad(u1, u2, v) for _, _, u1, u2, v in triples]))
@@ -250,6 +255,7 @@ class Prover:
 
     def _unmet(self, c: int, t: int) -> z3.BoolRef:
         prods = self.view.producers.get(c, [])
+        t -= self.view.init.get(c, 0)
         if t <= 0:
             return z3.BoolVal(False, self.enc.ctx)
         if len(prods) < t:
@@ -294,7 +300,9 @@ class Prover:
         view = self.view
         pos = {t.id: t.index for t in view.tasks}
         done = {pos[e.task] for e in trace if e.kind == "end"}
-        value = {c: sum(1 for p in ps if p in done) for c, ps in view.producers.items()}
+        value = dict(view.init)
+        for c, ps in view.producers.items():
+            value[c] = value.get(c, 0) + sum(1 for p in ps if p in done)
         events = list(trace)
 
         def ready(i: int) -> bool:

@@ -1,19 +1,28 @@
 """Bounded soundness theorems: the validator's rules imply safe executions, for every small program.
 
-Each theorem asks Z3 for a *symbolic* program of at most ``n`` tasks — out_counters,
-waits, thresholds, SM assignment, reads and writes (with column footprints)
-all unknown — that satisfies the validator's rules **and** has a bad execution
-(the same prefix semantics as :mod:`amkspec.smt.encoding`). UNSAT proves the
-rules sound for every program up to that size.
+Each theorem asks Z3 for a *symbolic* program of at most ``n`` tasks — out_counters, counter
+``init`` values, waits, thresholds, SM assignment, buffer kinds (transient, KV cache, read-only)
+and widths, reads and writes (with column footprints) all unknown — that satisfies the
+validator's rules **and** has a bad execution (the same prefix semantics as
+:mod:`amkspec.smt.encoding`, counters starting at their ``init``). UNSAT proves the rules sound
+for every program up to that size, in this model:
 
-Why the bounds are only on tasks: a program with fewer tasks embeds into one
-with ``n`` (pad with independent tasks that wait on nothing and touch nothing);
-``n`` counters suffice because only counters that have producers can be
-waited on; one wait per counter is enough (two waits on one counter mean the
-larger threshold); ``n`` SMs cover every assignment. A race involves one
-buffer, and the rules constrain each buffer separately, so dropping the other
-buffers keeps a counterexample a counterexample: one buffer (two for pages)
-is enough.
+* a task reads every column of each buffer it reads and writes the columns ``[lo, hi)`` of each
+  buffer it writes (the same range for all of them), inside the buffer's width;
+* the race theorems range over **two** buffers, each ACTIVATION/IO_OUTPUT (fresh), KV_CACHE or
+  read-only (WEIGHT, CONST, IO_INPUT); the read-race theorem covers reads of read-only buffers;
+* the rules are the codes of :data:`RULES`: S103 (init 0), R307 (no write to a read-only kind),
+  R304/R308 (every column read of a fresh buffer is written by another task), and the
+  deadlock, all-join, provenance and write-write rules.
+
+Why the bounds are only on tasks: a program with fewer tasks embeds into one with ``n`` (pad
+with independent tasks that wait on nothing and touch nothing); ``n`` counters suffice because
+only counters that have producers can be waited on; one wait per counter is enough (two waits
+on one counter mean the larger threshold); ``n`` SMs cover every assignment; ``n`` columns cover
+every distinct tile boundary of ``n`` tasks. Not modelled: KV windows and row ranges (KV reads
+are whole), element regions other than column ranges, FUSED recipes, shapes and dtypes (M4xx).
+The link from these rules to the code of ``validate()`` is the exhaustive check of
+``tools/exhaustive.py``, not these theorems.
 
 Rule sets: ``"amkspec"`` is what :func:`amkspec.proofs.validate` enforces;
 ``"original"`` replaces the SM-queue rule by the reference validator's
@@ -38,7 +47,10 @@ RULES = {
     "acyclic": "D204: the producer→consumer graph is acyclic",
     "sm-queue": "D205: dependency plus SM-queue edges are acyclic",
     "all-join": "R301: a wait on a shared counter waits for all its producers",
+    "init": "S103: every counter starts at 0",
+    "read-only": "R307: no task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)",
     "never-produced": "R302: a read transient buffer has a writer (KV caches excepted)",
+    "coverage": "R304/R308: every column a task reads of an ACTIVATION/IO_OUTPUT is written by another task",
     "provenance": "R303/R305: every other writer of a read buffer is a dependency ancestor",
     "write-write": "R306: writers are disjoint tiles under one counter, or totally ordered",
 }
@@ -82,6 +94,9 @@ class SymbolicProgram:
         self.lo = [z3.Int(f"lo_{i}") for i in r]
         self.hi = [z3.Int(f"hi_{i}") for i in r]
         self.kv = [z3.Bool(f"kv_{b}") for b in range(buffers)]
+        self.ro = [z3.Bool(f"readonly_{b}") for b in range(buffers)]
+        self.width = [z3.Int(f"width_{b}") for b in range(buffers)]
+        self.init = [z3.Int(f"init_{c}") for c in r]
         self.rank = [z3.Int(f"rank_{i}") for i in r]
         self.anc = [[z3.Bool(f"anc_{a}_{b}") for b in r] for a in r]
         self.s = [z3.Int(f"s_{i}") for i in r]
@@ -111,6 +126,10 @@ class SymbolicProgram:
             f.append(z3.And(self.sm[i] >= -1, self.sm[i] < n) if sms else self.sm[i] == -1)
             f.append(z3.And(self.lo[i] >= 0, self.lo[i] < self.hi[i], self.hi[i] <= n))
             f.extend(z3.And(self.thr[i][c] >= 1, self.thr[i][c] <= n) for c in range(n))
+            f.append(z3.And(self.init[i] >= 0, self.init[i] <= n))
+        for b in range(self.nb):
+            f.append(z3.And(self.width[b] >= 1, self.width[b] <= n, z3.Not(z3.And(self.kv[b], self.ro[b]))))
+            f.extend(z3.Implies(self.writes[i][b], self.hi[i] <= self.width[b]) for i in range(n))
 
     # -- the validator's rules -------------------------------------------------------------------
     def rule(self, name: str, fact: z3.BoolRef) -> None:
@@ -126,6 +145,7 @@ class SymbolicProgram:
                 self.rule("threshold", z3.Implies(w, t <= np_))
                 self.rule("all-join", z3.Implies(z3.And(w, np_ > 1), t == np_))
                 self.rule("self-wait", z3.Not(z3.And(w, self.prod[i][c])))
+            self.rule("init", self.init[i] == 0)
         for a in range(n):
             for b in range(n):
                 dep = self.edge(a, b)
@@ -147,20 +167,27 @@ class SymbolicProgram:
     def _buffer_rules(self, b: int) -> None:
         n = self.n
         writers = [self.writes[w][b] for w in range(n)]
+        fresh = z3.And(z3.Not(self.kv[b]), z3.Not(self.ro[b]))
+        for w in range(n):
+            self.rule("read-only", z3.Implies(self.ro[b], z3.Not(writers[w])))
         for r in range(n):
-            self.rule(
-                "never-produced", z3.Implies(z3.And(self.reads[r][b], z3.Not(self.kv[b])), z3.Or(writers))
-            )
+            self.rule("never-produced", z3.Implies(z3.And(self.reads[r][b], fresh), z3.Or(writers)))
+            for k in range(n):
+                covered = z3.Or(
+                    [z3.And(writers[w], self.lo[w] <= k, k < self.hi[w]) for w in range(n) if w != r]
+                )
+                self.rule("coverage", z3.Implies(z3.And(self.reads[r][b], fresh, k < self.width[b]), covered))
             if self.rules == "spec-prose":
                 some = z3.Or([z3.And(self.writes[w][b], self.anc[w][r]) for w in range(n) if w != r])
                 others = z3.Or([writers[w] for w in range(n) if w != r])
-                self.rule("provenance", z3.Implies(z3.And(self.reads[r][b], others), some))
+                self.rule(
+                    "provenance", z3.Implies(z3.And(self.reads[r][b], z3.Not(self.ro[b]), others), some)
+                )
             else:
                 for w in range(n):
                     if w != r:
-                        self.rule(
-                            "provenance", z3.Implies(z3.And(self.reads[r][b], writers[w]), self.anc[w][r])
-                        )
+                        read = z3.And(self.reads[r][b], z3.Not(self.ro[b]), writers[w])
+                        self.rule("provenance", z3.Implies(read, self.anc[w][r]))
         pairs = [(x, y) for x in range(n) for y in range(x + 1, n)]
         both = {p: z3.And(self.writes[p[0]][b], self.writes[p[1]][b]) for p in pairs}
         tiles = z3.And(
@@ -175,7 +202,7 @@ class SymbolicProgram:
             ]
         )
         ordered = z3.And([z3.Implies(both[(x, y)], z3.Or(self.anc[x][y], self.anc[y][x])) for x, y in pairs])
-        self.rule("write-write", z3.Or(tiles, ordered))
+        self.rule("write-write", z3.Or(self.ro[b], tiles, ordered))
 
     def overlap(self, a: int, b: int) -> z3.BoolRef:
         return z3.And(self.lo[a] < self.hi[b], self.lo[b] < self.hi[a])
@@ -192,7 +219,9 @@ class SymbolicProgram:
         for i in range(n):
             f.append(self.s[i] < self.e[i])
             for c in range(n):
-                got = z3.Sum([z3.If(z3.And(self.prod[p][c], self.e[p] < self.s[i]), 1, 0) for p in range(n)])
+                got = self.init[c] + z3.Sum(
+                    [z3.If(z3.And(self.prod[p][c], self.e[p] < self.s[i]), 1, 0) for p in range(n)]
+                )
                 f.append(z3.Implies(z3.And(self.started(i), self.waits[i][c]), got >= self.thr[i][c]))
             for j in range(i):
                 f.append(z3.Implies(z3.And(self.started(i), self.same_queue(j, i)), self.e[j] < self.s[i]))
@@ -201,7 +230,8 @@ class SymbolicProgram:
         unmet = [
             z3.And(
                 self.waits[i][c],
-                z3.Sum([z3.If(z3.And(self.prod[p][c], self.ended(p)), 1, 0) for p in range(self.n)])
+                self.init[c]
+                + z3.Sum([z3.If(z3.And(self.prod[p][c], self.ended(p)), 1, 0) for p in range(self.n)])
                 < self.thr[i][c],
             )
             for c in range(self.n)
@@ -214,24 +244,38 @@ class SymbolicProgram:
 
 
 def _read_race(p: SymbolicProgram, kv: bool) -> z3.BoolRef:
+    """Some reader of some buffer (of any kind, KV caches when ``kv``) starts before another
+    writer of it ends."""
     n = p.n
-    return z3.And(
-        p.kv[0] == kv,
-        z3.Or(
-            [
-                z3.And(p.reads[r][0], p.writes[w][0], p.started(r), p.s[r] < p.e[w])
-                for r in range(n)
-                for w in range(n)
-                if r != w
-            ]
-        ),
+    return z3.Or(
+        [
+            z3.And(p.kv[b] == kv, p.reads[r][b], p.writes[w][b], p.started(r), p.s[r] < p.e[w])
+            for b in range(p.nb)
+            for r in range(n)
+            for w in range(n)
+            if r != w
+        ]
     )
 
 
 def _unwritten_read(p: SymbolicProgram) -> z3.BoolRef:
+    """A reader of an ACTIVATION/IO_OUTPUT starts while some column of it has not been written
+    by another task that ended before."""
     n = p.n
-    nobody = z3.Not(z3.Or([p.writes[w][0] for w in range(n)]))
-    return z3.And(z3.Not(p.kv[0]), nobody, z3.Or([z3.And(p.reads[r][0], p.started(r)) for r in range(n)]))
+    bad = []
+    for b in range(p.nb):
+        fresh = z3.And(z3.Not(p.kv[b]), z3.Not(p.ro[b]))
+        for r in range(n):
+            for k in range(n):
+                written = z3.Or(
+                    [
+                        z3.And(p.writes[w][b], p.lo[w] <= k, k < p.hi[w], p.e[w] < p.s[r])
+                        for w in range(n)
+                        if w != r
+                    ]
+                )
+                bad.append(z3.And(fresh, p.reads[r][b], p.started(r), k < p.width[b], z3.Not(written)))
+    return z3.Or(bad)
 
 
 def _write_race(p: SymbolicProgram) -> z3.BoolRef:
@@ -239,16 +283,17 @@ def _write_race(p: SymbolicProgram) -> z3.BoolRef:
     return z3.Or(
         [
             z3.And(
-                p.writes[a][0],
-                p.writes[b][0],
-                p.overlap(a, b),
+                p.writes[a][b],
+                p.writes[c][b],
+                p.overlap(a, c),
                 p.started(a),
-                p.started(b),
-                p.s[a] < p.e[b],
-                p.s[b] < p.e[a],
+                p.started(c),
+                p.s[a] < p.e[c],
+                p.s[c] < p.e[a],
             )
+            for b in range(p.nb)
             for a in range(n)
-            for b in range(a + 1, n)
+            for c in range(a + 1, n)
         ]
     )
 
@@ -326,29 +371,29 @@ THEOREMS: tuple[Theorem, ...] = (
     ),
     Theorem(
         "read-race-freedom",
-        "no read of an ACTIVATION/IO_OUTPUT can start before another writer ends",
-        1,
+        "no read of any non-KV buffer (read-only kinds included) can start before another writer ends",
+        2,
         True,
         lambda p: _read_race(p, kv=False),
     ),
     Theorem(
         "kv-ordering",
         "no read of a KV_CACHE written this pass can start before its writer ends",
-        1,
+        2,
         True,
         lambda p: _read_race(p, kv=True),
     ),
     Theorem(
         "unwritten-read-freedom",
-        "no task that reads an ACTIVATION/IO_OUTPUT no task writes can start",
-        1,
+        "no task reads a column of an ACTIVATION/IO_OUTPUT before another task has written it",
+        2,
         True,
         _unwritten_read,
     ),
     Theorem(
         "write-race-freedom",
         "no two writers with overlapping footprints can run at the same time",
-        1,
+        2,
         True,
         _write_race,
     ),

@@ -3,20 +3,29 @@
 The IR model may hold broken programs (dangling ids, odd types); the encoding
 needs a program whose executions are well defined. :func:`build_view` turns a
 :class:`~amkspec.ir.MegakernelProgram` into tasks addressed by list position,
-with producers per counter, SM-queue predecessors and the read/write
-obligations the queries discharge, or raises :class:`Unencodable` with the
-reason. Dangling references keep their meaning in the execution model: a wait
-on a counter nobody increments never holds, an unknown buffer is not tracked.
+with producers per counter, counter ``init`` values, SM-queue predecessors and
+the read/write obligations the queries discharge, or raises :class:`Unencodable`
+with the reason. Dangling references keep their meaning in the execution model: a
+wait on a counter nobody increments never holds, an unknown buffer is not tracked.
+
+Which elements a task reads and writes comes from :mod:`amkspec.proofs.footprint`
+(the validator's footprint): a task *reads* a buffer when its read region is not
+empty, *writes* it when its write region is not empty, a read obligation names the
+writers whose regions overlap the reader's, and two writers form a pair when their
+write regions overlap. Read-only kinds are tracked too: a task writing one races
+with its readers (R307).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 
 import attrs
 
-from amkspec.ir import READONLY_KINDS, AmkspecError, BufferKind, InstructionKind, MegakernelProgram
+from amkspec.ir import AmkspecError, Buffer, BufferKind, MegakernelProgram
+from amkspec.proofs.footprint import Memo, Region, task_footprint, uncovered
 
 
 class Unencodable(AmkspecError, ValueError):
@@ -39,17 +48,20 @@ class TaskView:
     reads: tuple[int, ...]
     writes: tuple[int, ...]
     sm: int | None
-    footprint: tuple[tuple[int, int] | None, tuple[int, int] | None]
+    read_regions: dict[int, Region] = attrs.field(eq=False, repr=False, factory=dict)
+    write_regions: dict[int, Region] = attrs.field(eq=False, repr=False, factory=dict)
 
 
 @attrs.frozen
 class ReadObligation:
-    """Task ``reader`` reads transient ``buffer``; each of ``writers`` must end before it starts."""
+    """Task ``reader`` reads ``buffer``; each of ``writers`` (whose writes overlap the read) must end
+    before it starts. ``unwritten``: some element it reads is written by no other task."""
 
     reader: int
     buffer: int
     writers: tuple[int, ...]
     kv: bool
+    unwritten: bool = False
 
 
 @attrs.frozen
@@ -83,6 +95,8 @@ class ProgramView:
     page_shares: list[PageShare]
     buffer_users: dict[int, tuple[list[int], list[int]]]
     """buffer id → (task indices that read it, task indices that write it)."""
+    init: dict[int, int] = attrs.Factory(dict)
+    """counter id → its ``init`` value (a counter starts there, spec §1.4)."""
 
     def preds(self, i: int) -> list[int]:
         """Direct predecessors of task ``i``: producers of its waits and its SM-queue predecessor."""
@@ -112,37 +126,9 @@ def _int(value: object, what: str) -> int:
     return value
 
 
-def _range(params: dict[str, object], off: str, size: str) -> tuple[int, int] | None:
-    lo, n = params.get(off), params.get(size)
-    if type(lo) is int and type(n) is int and lo >= 0 and n > 0:
-        return (lo, lo + n)
-    return None
-
-
-Span = tuple[int, int] | None
-
-
-def footprint(op: InstructionKind, params: dict[str, object]) -> tuple[Span, Span]:
-    """(rows, cols) a task writes; None = all (the tile rule of the reference validator)."""
-    if op is InstructionKind.GEMV_TILE:
-        return (None, _range(params, "n_off", "N_tile"))
-    if op is InstructionKind.GEMM_TILE:
-        cols = _range(params, "n_off", "N_tile")
-        return (_range(params, "m_off", "M_tile") if cols else None, cols)
-    return (None, None)
-
-
-def _overlap(x: tuple[int, int] | None, y: tuple[int, int] | None) -> bool:
-    return x is None or y is None or (x[0] < y[1] and y[0] < x[1])
-
-
-def footprints_overlap(a: TaskView, b: TaskView) -> bool:
-    """Two writes overlap unless their row ranges or their column ranges are disjoint."""
-    return _overlap(a.footprint[0], b.footprint[0]) and _overlap(a.footprint[1], b.footprint[1])
-
-
-def _tasks(prog: MegakernelProgram) -> list[TaskView]:
+def _tasks(prog: MegakernelProgram, buffers: dict[int, Buffer]) -> list[TaskView]:
     seen: set[int] = set()
+    memo = Memo()
     out: list[TaskView] = []
     for index, t in enumerate(prog.tasks):
         tid = _int(t.id, f"tasks[{index}].id")
@@ -154,6 +140,9 @@ def _tasks(prog: MegakernelProgram) -> list[TaskView]:
             for w in t.waits
         )
         sm = t.sm if type(t.sm) is int else None
+        fp = task_footprint(t, buffers, memo)
+        reads = {b: r for b, r in fp.reads.items() if not r.is_empty}
+        writes = {b: r for b, r in fp.writes.items() if not r.is_empty}
         out.append(
             TaskView(
                 index,
@@ -161,10 +150,11 @@ def _tasks(prog: MegakernelProgram) -> list[TaskView]:
                 t.label,
                 _int(t.out_counter, f"task {tid} out_counter"),
                 waits,
-                tuple(dict.fromkeys(b for b in t.inputs if type(b) is int)),
-                tuple(dict.fromkeys(b for b in t.outputs if type(b) is int)),
+                tuple(reads),
+                tuple(writes),
                 sm,
-                footprint(t.op, t.params) if isinstance(t.op, InstructionKind) else (None, None),
+                reads,
+                writes,
             )
         )
     return out
@@ -172,7 +162,11 @@ def _tasks(prog: MegakernelProgram) -> list[TaskView]:
 
 def build_view(prog: MegakernelProgram) -> ProgramView:
     """Index ``prog`` for the encoding; raises :class:`Unencodable`."""
-    tasks = _tasks(prog)
+    buffers: dict[int, Buffer] = {}
+    for record in prog.buffers:
+        if type(record.id) is int and record.id not in buffers:
+            buffers[record.id] = record
+    tasks = _tasks(prog, buffers)
     producers: dict[int, list[int]] = defaultdict(list)
     queue_prev: dict[int, int] = {}
     last_on_sm: dict[int, int] = {}
@@ -187,37 +181,62 @@ def build_view(prog: MegakernelProgram) -> ProgramView:
             users[b][0].append(t.index)
         for b in t.writes:
             users[b][1].append(t.index)
-    kinds = {b.id: b.kind for b in prog.buffers if type(b.id) is int}
     reads: list[ReadObligation] = []
     pairs: list[WriterPair] = []
     for buf, (readers, writers) in users.items():
-        kind = kinds.get(buf)
-        if kind is None or kind in READONLY_KINDS:
+        kind = buffers[buf].kind if buf in buffers else None
+        if kind is None:
             continue
-        for r in readers:
-            others = tuple(w for w in writers if w != r)
-            if others:
-                reads.append(ReadObligation(r, buf, others, kind is BufferKind.KV_CACHE))
+        reads.extend(_read_obligations(tasks, buffers[buf], readers, writers))
         pairs.extend(
             WriterPair(a, b, buf)
             for n, a in enumerate(writers)
             for b in writers[n + 1 :]
-            if footprints_overlap(tasks[a], tasks[b])
+            if tasks[a].write_regions[buf].overlaps(tasks[b].write_regions[buf])
         )
     reads.sort(key=lambda o: (o.reader, o.buffer))
-    return ProgramView(tasks, dict(producers), queue_prev, reads, pairs, _page_shares(prog), dict(users))
+    init: dict[int, int] = {}
+    for c in prog.counters:  # the first record of an id wins, as everywhere else
+        if type(c.id) is int and c.id not in init:
+            init[c.id] = c.init if type(c.init) is int else 0
+    first_write = {b: min(ws) for b, (_, ws) in users.items() if ws}
+    return ProgramView(
+        tasks, dict(producers), queue_prev, reads, pairs, _page_shares(prog, first_write), dict(users), init
+    )
 
 
-def _page_shares(prog: MegakernelProgram) -> list[PageShare]:
-    if prog.pages is None:
+def _read_obligations(
+    tasks: list[TaskView], buf: Buffer, readers: list[int], writers: list[int]
+) -> list[ReadObligation]:
+    """One obligation per reader: the other writers its read overlaps, and whether some element it
+    reads of a fresh (ACTIVATION/IO_OUTPUT) buffer is written by no other task."""
+    out = []
+    fresh = buf.kind in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT)
+    for r in readers:
+        region = tasks[r].read_regions[buf.id]
+        others = [w for w in writers if w != r]
+        overlapping = tuple(w for w in others if region.overlaps(tasks[w].write_regions[buf.id]))
+        gap = fresh and bool(
+            uncovered(region, [tasks[w].write_regions[buf.id] for w in others], tuple(buf.shape))
+        )
+        if overlapping or gap:
+            out.append(ReadObligation(r, buf.id, overlapping, buf.kind is BufferKind.KV_CACHE, gap))
+    return out
+
+
+def _page_shares(prog: MegakernelProgram, first_write: dict[int, int]) -> list[PageShare]:
+    """Consecutive occupants of each page, ordered by their first writer (list position): when
+    every use of one occupant happens-before every write of the next, the live ranges of all
+    occupants are ordered (happens-before is transitive), so consecutive pairs suffice and the
+    obligations stay linear in the page table."""
+    if prog.pages is None or not isinstance(prog.pages.buffer_to_page, dict):
         return []
     by_page: dict[int, list[int]] = defaultdict(list)
-    for buf, page in sorted(prog.pages.buffer_to_page.items()):
-        if type(buf) is int and type(page) is int:
+    for buf, page in prog.pages.buffer_to_page.items():
+        if type(buf) is int and type(page) is int and buf in first_write:
             by_page[page].append(buf)
-    return [
-        PageShare(page, a, b)
-        for page, bufs in by_page.items()
-        for n, a in enumerate(bufs)
-        for b in bufs[n + 1 :]
-    ]
+    shares: list[PageShare] = []
+    for page, bufs in sorted(by_page.items()):
+        bufs.sort(key=lambda b: (first_write[b], b))
+        shares.extend(PageShare(page, a, b) for a, b in itertools.pairwise(bufs))
+    return shares

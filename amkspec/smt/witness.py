@@ -28,13 +28,13 @@ counter the task waits on (each at least its threshold in a legal trace).
 
 from __future__ import annotations
 
-from collections import Counter as Tally
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from amkspec.ir import MegakernelProgram
+from amkspec.proofs.replay import initial_counters
 from amkspec.proofs.trace import Event, Trace
 
 KINDS = ("read-race", "kv-race", "unwritten-read", "write-race", "page-clobber", "deadlock", "cycle")
@@ -106,7 +106,7 @@ class Witness:
 def annotate(prog: MegakernelProgram, events: Sequence[Event]) -> list[dict[str, Any]]:
     """Events as JSON with the counter values right after each."""
     by_id = {t.id: t for t in prog.tasks}
-    values: Tally[int] = Tally()
+    values = initial_counters(prog)
     out: list[dict[str, Any]] = []
     for ev in events:
         task = by_id[ev.task]

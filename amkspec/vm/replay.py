@@ -5,9 +5,12 @@ assigned to one SM run one at a time in task-list order. A task reads its
 inputs at its ``start`` and sees every buffer as of that moment; its writes
 become visible only at its ``end`` (when its out_counter is incremented). So a
 race witness — a trace where a reader starts before a writer of its input has
-ended — replays to the stale value the reader would really see. Every read of a
-transient buffer is recorded with the writers that had ended and those that had
-not; the latter are the stale reads.
+ended — replays to the stale value the reader would really see. Every read is
+recorded with the other writers of the elements it reads (the footprints of
+:mod:`amkspec.proofs.footprint`) that had ended and those that had not; the
+latter, and reads of elements no other task writes at all (an ACTIVATION or
+IO_OUTPUT gap, a task reading its own output), are the stale reads. Reads of
+read-only kinds are recorded when some task writes them (spec §3.2, R307).
 
 A task's write footprint is found by running it twice on private outputs
 pre-filled with two different sentinels: the elements both runs agree on are
@@ -24,8 +27,8 @@ from typing import Any
 import attrs
 import torch
 
-from amkspec.ir import READONLY_KINDS, BufferKind, MegakernelProgram, Task
-from amkspec.ir.graph import writers_by_buffer
+from amkspec.ir import BufferKind, MegakernelProgram, Task
+from amkspec.proofs.footprint import Footprint, Memo, task_footprint, uncovered
 from amkspec.proofs.trace import Event
 from amkspec.vm.errors import TraceError
 from amkspec.vm.plan import Plan
@@ -38,8 +41,9 @@ RunTask = Callable[[int, list[Tensor], list[Tensor]], None]
 class ReadRecord:
     """Task ``reader`` read ``buffer`` at its start; ``complete``/``pending`` are the other writers
     of that buffer that had / had not ended; ``clobbered_by`` is the task that last wrote another
-    buffer sharing its page, or was writing one as the read began; ``unwritten`` says no task
-    writes this transient buffer at all. ``seen`` is the value read when the read was stale."""
+    buffer sharing its page, or was writing one as the read began; ``unwritten`` says some element
+    it reads of an ACTIVATION/IO_OUTPUT buffer is written by no other task. ``seen`` is the value
+    read when the read was stale."""
 
     reader: int
     buffer: int
@@ -160,10 +164,18 @@ class ShadowReplay:
         self.in_flight: list[int] = []
         self.order: list[int] = []
         self.task_s: dict[int, float] = {}
-        self.writers = {b: [self.pos[w] for w in ws] for b, ws in writers_by_buffer(plan.program).items()}
-        kinds = {b.id: b.kind for b in plan.program.buffers}
-        self.transient = {b for b, k in kinds.items() if k not in READONLY_KINDS}
-        self.fresh = {b for b, k in kinds.items() if k in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT)}
+        buffers = {b.id: b for b in plan.program.buffers}
+        memo = Memo()
+        self.fps: list[Footprint] = [task_footprint(t, buffers, memo) for t in tasks]
+        self.writers: dict[int, list[int]] = {}
+        for pos, fp in enumerate(self.fps):
+            for b, region in fp.writes.items():
+                if not region.is_empty:
+                    self.writers.setdefault(b, []).append(pos)
+        self.shapes = {b.id: tuple(b.shape) for b in plan.program.buffers}
+        self.fresh = {
+            b.id for b in plan.program.buffers if b.kind in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT)
+        }
         self.report = ReplayReport()
         self.queue_prev = _queue_predecessors(plan.program.tasks)
         self.page_of = _pages(plan.program)
@@ -209,15 +221,17 @@ class ShadowReplay:
 
     def _record_reads(self, pos: int) -> None:
         tasks = self.plan.program.tasks
-        for b in dict.fromkeys(tasks[pos].inputs):
-            if b not in self.transient:
+        for b, region in self.fps[pos].reads.items():
+            if region.is_empty or (b not in self.fresh and b not in self.writers):
                 continue
-            writers = self.writers.get(b, [])
-            others = [w for w in writers if w != pos]
-            done = tuple(tasks[w].id for w in others if self.ended[w])
-            pending = tuple(tasks[w].id for w in others if not self.ended[w])
+            others = [w for w in self.writers.get(b, []) if w != pos]
+            touching = [w for w in others if region.overlaps(self.fps[w].write(b))]
+            done = tuple(tasks[w].id for w in touching if self.ended[w])
+            pending = tuple(tasks[w].id for w in touching if not self.ended[w])
             clobber = self._clobber(b)
-            unwritten = not writers and b in self.fresh
+            unwritten = b in self.fresh and bool(
+                uncovered(region, [self.fps[w].write(b) for w in others], self.shapes[b])
+            )
             stale = bool(pending) or clobber is not None or unwritten
             seen = self.bound[b].clone() if stale else None
             self.report.reads.append(ReadRecord(tasks[pos].id, b, done, pending, clobber, unwritten, seen))

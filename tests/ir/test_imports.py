@@ -10,11 +10,12 @@ from tests.conftest import ROOT
 PROBE = """
 import sys
 import amkspec, amkspec.ir, amkspec.ir.schema, amkspec.ir.summary
-import amkspec.proofs, amkspec.proofs.certificate, amkspec.proofs.model_check, amkspec.proofs.replay
+import amkspec.proofs, amkspec.proofs.certificate, amkspec.proofs.cert_check, amkspec.proofs.model_check
+import amkspec.proofs.replay
 prog = amkspec.load("examples/decoder_layer.json")
 amkspec.ir.schema.program_schema()
 assert amkspec.proofs.validate(prog).ok
-amkspec.proofs.certificate.check_certificate(prog, amkspec.proofs.certificate.certify(prog))
+amkspec.proofs.cert_check.check_certificate(prog, amkspec.proofs.certificate.certify(prog))
 heavy = sorted(m for m in ("torch", "z3", "hypothesis") if m in sys.modules)
 print(",".join(heavy))
 """

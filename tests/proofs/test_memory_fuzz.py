@@ -21,19 +21,36 @@ SCALARS = st.one_of(
     st.text(max_size=4),
     st.none(),
 )
-JSONISH = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-    st.sampled_from(["steps", "op", "args", "out", "params", "out_shape", "out_dtype", "in", "s", "K"]),
-    inner, max_size=4), max_leaves=12)
+JSONISH = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                ["steps", "op", "args", "out", "params", "out_shape", "out_dtype", "in", "s", "K"]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
 PARAMS = st.dictionaries(st.sampled_from(KEYS), JSONISH, max_size=6)
 
 
 def _step() -> st.SearchStrategy[dict[str, Any]]:
     ref = st.fixed_dictionaries({"in": st.integers(-1, 3)}) | st.fixed_dictionaries({"s": st.integers(-1, 3)})
     return st.fixed_dictionaries(
-        {"op": st.integers(0, 20), "args": st.lists(ref, max_size=4),
-         "out": st.sampled_from(["final", -1, 0, 1, 2])},
-        optional={"params": PARAMS, "out_shape": st.lists(st.integers(0, 9), max_size=3),
-                  "out_dtype": st.sampled_from(["float32", "int8", "float64", "int4"])},
+        {
+            "op": st.integers(0, 20),
+            "args": st.lists(ref, max_size=4),
+            "out": st.sampled_from(["final", -1, 0, 1, 2]),
+        },
+        optional={
+            "params": PARAMS,
+            "out_shape": st.lists(st.integers(0, 9), max_size=3),
+            "out_dtype": st.sampled_from(["float32", "int8", "float64", "int4"]),
+        },
     )
 
 
@@ -69,8 +86,9 @@ def test_never_raises_on_fuzzed_shapes(prog: MegakernelProgram, data: st.DataObj
 
 
 @given(valid_programs(max_tasks=6), RECIPES, st.data())
-def test_never_raises_on_fuzzed_recipes(prog: MegakernelProgram, recipe: dict[str, Any],
-                                        data: st.DataObject) -> None:
+def test_never_raises_on_fuzzed_recipes(
+    prog: MegakernelProgram, recipe: dict[str, Any], data: st.DataObject
+) -> None:
     task = data.draw(st.sampled_from(prog.tasks))
     task.op = InstructionKind.FUSED
     task.params = {"recipe": recipe}

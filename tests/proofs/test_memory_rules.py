@@ -43,8 +43,9 @@ def kv(name: str, shape: tuple[int, ...]) -> Spec:
     return (name, BufferKind.KV_CACHE, F32, shape)
 
 
-def one(op: InstructionKind, inputs: list[Spec], output: Spec | int, params: dict[str, Any]) -> (
-        MegakernelProgram):
+def one(
+    op: InstructionKind, inputs: list[Spec], output: Spec | int, params: dict[str, Any]
+) -> MegakernelProgram:
     b = ProgramBuilder()
     ins = [b.new_buffer(*s) for s in inputs]
     out = ins[output] if isinstance(output, int) else b.new_buffer(*output)
@@ -60,15 +61,29 @@ GEMV = {"K": 8, "N_tile": 8, "n_off": 0}
 ATTN = {"head_dim": 4, "kv_start": 0, "kv_len": 4, "scale": 0.5, "n_heads": 4, "n_kv_heads": 2}
 
 
-@pytest.mark.parametrize("name", ["toy1L__default.json", "toy2L__splitkv4__pos47.json",
-                                  "toy1L__default.pos1.json.gz", "toy1L__default.pos2.json.gz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "toy1L__default.json",
+        "toy2L__splitkv4__pos47.json",
+        "toy1L__default.pos1.json.gz",
+        "toy1L__default.pos2.json.gz",
+    ],
+)
 def test_programs_of_the_original_lowering_pass(name: str) -> None:
     assert check_memory_safety(load(FIXTURES / name)) == []
 
 
-@pytest.mark.parametrize(("B", "quant", "parts", "pos"), [
-    (1, None, 1, 0), (3, None, 1, 5), (1, None, 4, 47), (1, 4, 1, 3), (1, 8, 1, 3),
-])
+@pytest.mark.parametrize(
+    ("B", "quant", "parts", "pos"),
+    [
+        (1, None, 1, 0),
+        (3, None, 1, 5),
+        (1, None, 4, 47),
+        (1, 4, 1, 3),
+        (1, 8, 1, 3),
+    ],
+)
 def test_programs_of_our_lowering_pass(B: int, quant: int | None, parts: int, pos: int) -> None:
     from amkspec.lower import lower
     from amkspec.models import QuantSpec
@@ -94,17 +109,21 @@ def test_message_names_task_buffer_and_numbers() -> None:
     [found] = check_memory_safety(b.build())
     assert found.code == "M401"
     assert found.message == (
-        "task 0:L0.o_proj[t1] writes columns [64, 128) of buffer 2:L0.o whose last dim is 64")
+        "task 0:L0.o_proj[t1] writes columns [64, 128) of buffer 2:L0.o whose last dim is 64"
+    )
     assert found.tasks == (0,) and found.buffers == (y,)
 
 
 # -- GEMV / GEMM ---------------------------------------------------------------------------------
-@pytest.mark.parametrize(("params", "code"), [
-    ({**GEMV, "n_off": -1}, "M401"),
-    ({**GEMV, "N_tile": 0}, "M401"),
-    ({**GEMV, "n_off": 4, "N_tile": 4}, None),
-    ({"K": 8}, None),  # N_tile defaults to W's rows, n_off to 0
-])
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        ({**GEMV, "n_off": -1}, "M401"),
+        ({**GEMV, "N_tile": 0}, "M401"),
+        ({**GEMV, "n_off": 4, "N_tile": 4}, None),
+        ({"K": 8}, None),  # N_tile defaults to W's rows, n_off to 0
+    ],
+)
 def test_gemv_tile_bounds(params: dict[str, Any], code: str | None) -> None:
     prog = one(Op.GEMV_TILE, [io("x", (1, 8)), wt("w", (8, 8))], res("y", (1, 8)), params)
     assert codes(prog) == ([code] if code else [])
@@ -118,14 +137,22 @@ def test_gemm_row_tile_inside_output() -> None:
 
 def test_quantized_gemv_int4_with_groups_passes() -> None:
     # K = 10, group 4 -> 3 groups; the packed weight keeps its logical [N, K] shape
-    prog = one(Op.GEMV_TILE, [io("x", (1, 10)), wt("qw", (8, 10), I4), wt("s", (8, 3), F16)],
-               res("y", (1, 8)), {"K": 10, "N_tile": 4, "n_off": 4, "qdtype": 7, "group": 4})
+    prog = one(
+        Op.GEMV_TILE,
+        [io("x", (1, 10)), wt("qw", (8, 10), I4), wt("s", (8, 3), F16)],
+        res("y", (1, 8)),
+        {"K": 10, "N_tile": 4, "n_off": 4, "qdtype": 7, "group": 4},
+    )
     assert codes(prog) == []
 
 
 def test_quantized_gemv_tile_defaults_to_the_scales_rows() -> None:
-    prog = one(Op.GEMV_TILE, [io("x", (1, 8)), wt("qw", (8, 8), I8), wt("s", (8, 1), F16)],
-               res("y", (1, 4)), {"K": 8, "qdtype": 6, "group": 8})
+    prog = one(
+        Op.GEMV_TILE,
+        [io("x", (1, 8)), wt("qw", (8, 8), I8), wt("s", (8, 1), F16)],
+        res("y", (1, 4)),
+        {"K": 8, "qdtype": 6, "group": 8},
+    )
     assert codes(prog) == ["M401"]
 
 
@@ -150,13 +177,16 @@ def test_dequant_rules() -> None:
 
 
 # -- elementwise, norms, embed, argmax -------------------------------------------------------------
-@pytest.mark.parametrize(("shapes", "expected"), [
-    ([(1, 8), (8,)], (1, 8)),
-    ([(2, 1), (1, 3)], (2, 3)),
-    ([(), (4,)], (4,)),
-    ([(2, 8), (3, 8)], None),
-    ([], ()),
-])
+@pytest.mark.parametrize(
+    ("shapes", "expected"),
+    [
+        ([(1, 8), (8,)], (1, 8)),
+        ([(2, 1), (1, 3)], (2, 3)),
+        ([(), (4,)], (4,)),
+        ([(2, 8), (3, 8)], None),
+        ([], ()),
+    ],
+)
 def test_broadcast_follows_torch(shapes: list[tuple[int, ...]], expected: tuple[int, ...] | None) -> None:
     assert broadcast(shapes) == expected
 
@@ -208,8 +238,9 @@ def test_softmax_default_dim_and_negative_dim() -> None:
 
 
 # -- attention, rope, kv -------------------------------------------------------------------------
-def attention(q: tuple[int, ...], cache: tuple[int, ...], out: tuple[int, ...], **params: Any) -> (
-        MegakernelProgram):
+def attention(
+    q: tuple[int, ...], cache: tuple[int, ...], out: tuple[int, ...], **params: Any
+) -> MegakernelProgram:
     ins = [io("q", q), kv("k", cache), kv("v", cache)]
     return one(Op.ATTENTION_TILE, ins, res("o", out), {**ATTN, **params})
 
@@ -222,22 +253,29 @@ def test_batched_attention_layout() -> None:
     assert codes(attention((3, 4, 4), (3, 8, 2, 4), (3, 16), flags=2)) == []
 
 
-@pytest.mark.parametrize(("params", "code"), [
-    ({"kv_start": -1}, "M433"),
-    ({"kv_len": -1}, "M433"),
-    ({"kv_start": 0, "kv_len": 0}, None),
-    ({"kv_start": 8, "kv_len": 0}, None),
-    ({"n_kv_heads": 0}, "M432"),
-    ({"head_dim": 0}, "M430"),
-])
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        ({"kv_start": -1}, "M433"),
+        ({"kv_len": -1}, "M433"),
+        ({"kv_start": 0, "kv_len": 0}, None),
+        ({"kv_start": 8, "kv_len": 0}, None),
+        ({"n_kv_heads": 0}, "M432"),
+        ({"head_dim": 0}, "M430"),
+    ],
+)
 def test_attention_params(params: dict[str, Any], code: str | None) -> None:
     assert codes(attention((4, 4), (8, 2, 4), (1, 16), **params)) == ([code] if code else [])
 
 
 def test_attention_defaults_kv_len_to_the_whole_cache() -> None:
     ins = [io("q", (4, 4)), kv("k", (8, 2, 4)), kv("v", (8, 2, 4))]
-    prog = one(Op.ATTENTION_TILE, ins, res("o", (1, 16)),
-               {"head_dim": 4, "kv_start": 1, "scale": 0.5, "n_heads": 4, "n_kv_heads": 2})
+    prog = one(
+        Op.ATTENTION_TILE,
+        ins,
+        res("o", (1, 16)),
+        {"head_dim": 4, "kv_start": 1, "scale": 0.5, "n_heads": 4, "n_kv_heads": 2},
+    )
     assert codes(prog) == ["M433"]
 
 
@@ -296,24 +334,28 @@ def test_fused_scratch_defaults_to_the_first_arg_shape() -> None:
     assert codes(fused([step, final])) == []
 
 
-@pytest.mark.parametrize(("recipe", "code"), [
-    (None, "M450"),
-    ({"steps": []}, "M450"),
-    ({"steps": [[]]}, "M450"),
-    ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out_dtype": "float8"}]}, "M450"),
-    ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out": True}]}, "M450"),
-    ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out_shape": [-1]}]}, "M450"),
-    ({"steps": [{"op": 12, "args": [], "out": 0, "params": {}}, ADD_STEP]}, "M451"),
-    ({"steps": [{**ADD_STEP, "op": 99}]}, "M451"),
-    ({"steps": [{**ADD_STEP, "op": 0}]}, "M451"),
-    ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 3}]}]}, "M452"),
-    ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2, "s": 0}]}]}, "M452"),
-    ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "params": []}]}, "M453"),
-    ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "params": {"dim": 1.5}}]}, "M453"),
-])
+@pytest.mark.parametrize(
+    ("recipe", "code"),
+    [
+        (None, "M450"),
+        ({"steps": []}, "M450"),
+        ({"steps": [[]]}, "M450"),
+        ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out_dtype": "float8"}]}, "M450"),
+        ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out": True}]}, "M450"),
+        ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out_shape": [-1]}]}, "M450"),
+        ({"steps": [{"op": 12, "args": [], "out": 0, "params": {}}, ADD_STEP]}, "M451"),
+        ({"steps": [{**ADD_STEP, "op": 99}]}, "M451"),
+        ({"steps": [{**ADD_STEP, "op": 0}]}, "M451"),
+        ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 3}]}]}, "M452"),
+        ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2, "s": 0}]}]}, "M452"),
+        ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "params": []}]}, "M453"),
+        ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "params": {"dim": 1.5}}]}, "M453"),
+    ],
+)
 def test_malformed_recipes(recipe: Any, code: str) -> None:
-    prog = one(Op.FUSED, [io("x", (1, 8)), wt("w", (8, 8)), io("r", (1, 8))], res("y", (1, 8)),
-               {"recipe": recipe})
+    prog = one(
+        Op.FUSED, [io("x", (1, 8)), wt("w", (8, 8)), io("r", (1, 8))], res("y", (1, 8)), {"recipe": recipe}
+    )
     assert code in codes(prog)
 
 
@@ -322,12 +364,12 @@ def test_broken_structure_is_left_to_the_structure_checks() -> None:
     b = ProgramBuilder()
     x = b.new_buffer("x", BufferKind.IO_INPUT, F32, (1, 8))
     y = b.new_buffer("y", BufferKind.IO_OUTPUT, F32, (1, 4))
-    b.add_task(Op.GEMV_TILE, [x, 99], [y], params=GEMV)          # dangling weight id
-    b.add_task(Op.ADD, [x], [y])                                    # wrong arity
+    b.add_task(Op.GEMV_TILE, [x, 99], [y], params=GEMV)  # dangling weight id
+    b.add_task(Op.ADD, [x], [y])  # wrong arity
     b.add_task(Op.GEMV_TILE, [x, y], [y], params={**GEMV, "n_off": True, "N_tile": 2.0})  # ill-typed params
     prog = b.build()
     prog.buffers.append(Buffer(7, "z", BufferKind.IO_INPUT, F32, (-1, 8)))
-    prog.tasks[1].inputs = [x, 7]                                   # malformed shape
+    prog.tasks[1].inputs = [x, 7]  # malformed shape
     assert codes(prog) == ["M403"]  # only the rule that needs no ill-typed param
 
 

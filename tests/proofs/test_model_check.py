@@ -50,3 +50,65 @@ def test_state_limit() -> None:
 @given(valid_programs(max_tasks=8))
 def test_valid_programs_have_no_bad_state(prog) -> None:  # type: ignore[no-untyped-def]
     assert check(prog).findings == ()
+
+
+# -- issue 9: everything validate rejects on is modelled --------------------------------------
+
+from amkspec.ir import BufferKind, Counter, loads  # noqa: E402
+from tests.proofs.test_exhaustive import COVERAGE_GAP  # noqa: E402
+from tools.exhaustive import build  # noqa: E402
+
+X, W, B0, B1 = 0, 1, 2, 3
+ACT, OUT, WT = 0, 1, 2
+
+
+def _prog(kinds: tuple[int, ...], tasks: list[tuple[int, int, int, int, tuple[int, ...], int]], **kw):  # type: ignore[no-untyped-def]
+    return build((kinds, kw.get("inits", (0,) * len(tasks[0][4])), kw.get("paged", False), tuple(tasks)))
+
+
+def test_counter_init_lets_a_reader_run_before_its_writer() -> None:
+    """Counter 0 starts at 1: the reader's wait already holds (spec §2.2)."""
+    prog = _prog((ACT, OUT), [(-1, 0, -1, 0, (0,), -1), (0, 1, -1, 0, (1,), -1)], inits=(1,))
+    assert "read-race" in check(prog).kinds()
+    prog.counters[0] = Counter(0, 0)
+    assert "read-race" not in check(prog).kinds()
+
+
+def test_a_write_to_a_read_only_kind_is_a_finding() -> None:
+    prog = _prog((WT,), [(-1, 0, -1, 0, (0,), -1)])
+    assert check(prog).kinds() == {"readonly-write"}
+    assert prog.buffers[2].kind is BufferKind.WEIGHT
+
+
+def test_a_self_read_of_an_unwritten_output_is_a_finding() -> None:
+    """Finding 6: a task reading its own output reads unwritten data."""
+    prog = _prog((ACT,), [(0, 0, -1, 0, (0,), -1)])
+    assert "unwritten-read" in check(prog).kinds()
+
+
+def test_an_uncovered_column_is_an_unwritten_read() -> None:
+    prog = loads(COVERAGE_GAP)
+    assert "unwritten-read" in check(prog).kinds()
+
+
+def test_same_sm_order_is_not_a_release() -> None:
+    """Writer then reader on SM 0, no counter between them: always ordered in time, never fenced."""
+    prog = _prog((ACT, OUT), [(-1, 0, -1, 0, (0,), 0), (0, 1, -1, 0, (0,), 0)])
+    kinds = check(prog).kinds()
+    assert "unfenced-read" in kinds and "read-race" not in kinds
+
+
+def test_unordered_page_mates_clobber_and_ordered_ones_do_not() -> None:
+    unordered = _prog((ACT, ACT), [(-1, 0, -1, 0, (0, 0), -1), (-1, 1, -1, 1, (0, 0), -1)], paged=True)
+    assert "page-clobber" in check(unordered).kinds()
+    ordered = _prog((ACT, ACT), [(-1, 0, -1, 0, (0, 0), -1), (-1, 1, -1, 1, (1, 0), -1)], paged=True)
+    assert "page-clobber" not in check(ordered).kinds()
+
+
+def test_gemm_tiles_with_different_row_offsets_overlap() -> None:
+    """Finding 1: GEMM_TILE writes every row of its columns, whatever m_off says."""
+    prog = _prog((ACT,), [(-1, 0, 0, 0, (0,), -1), (-1, 0, 0, 0, (0,), -1)])
+    for t, m_off in zip(prog.tasks, (0, 1), strict=True):
+        t.op = t.op.GEMM_TILE
+        t.params.update({"M_tile": 1, "m_off": m_off})
+    assert "write-race" in check(prog).kinds()

@@ -48,12 +48,14 @@ def test_never_raises_on_loadable_mutated_documents(doc: object) -> None:
 @given(valid_programs(max_tasks=16))
 def test_valid_by_construction_is_accepted_without_findings(prog: MegakernelProgram) -> None:
     result = validate(prog)
-    assert result.ok and result.diagnostics == [], result.report()
+    # A FUSED recipe is not marshalled into the ABI param table: S112 warns about it (by design).
+    findings = [d for d in result.diagnostics if not (d.code == "S112" and "'recipe'" in d.message)]
+    assert result.ok and findings == [], result.report()
 
 
 @given(valid_programs(max_tasks=10, permute_ids=True))
 def test_ids_that_are_not_positions_are_the_only_finding(prog: MegakernelProgram) -> None:
-    assert set(validate(prog).codes) <= {"S102"}
+    assert set(validate(prog).codes) <= {"S102", "S112"}  # S112: FUSED recipes are not marshalled
 
 
 @given(arbitrary_programs())

@@ -41,12 +41,41 @@ def test_the_rules_are_not_vacuous(sms: bool) -> None:
     assert s.check() == z3.sat
 
 
-def test_each_rule_but_self_wait_is_necessary() -> None:
-    """Dropping a rule makes some theorem fail; self-wait is implied by acyclicity (self-edges count)."""
+def test_each_rule_is_necessary_but_two_implied_ones() -> None:
+    """Dropping a rule makes some theorem fail. Self-wait is implied by acyclicity (self-edges
+    count) and never-produced by coverage (a read buffer with no writer has uncovered columns)."""
     found = necessity(3)
     assert found.pop("self-wait") is None
+    assert found.pop("never-produced") is None
     assert all(r is not None and r.holds is False for r in found.values())
     assert found["all-join"] is not None and found["all-join"].name == "read-race-freedom"
+
+
+# -- finding 7: the theorems cover what validate() checks beyond one buffer ------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "theorem"),
+    [
+        ("init", "read-race-freedom"),
+        ("read-only", "read-race-freedom"),
+        ("coverage", "unwritten-read-freedom"),
+    ],
+)
+def test_init_read_only_and_coverage_are_modelled(rule: str, theorem: str) -> None:
+    """Without S103, R307 or R308 a bad execution exists: the model has counter init, read-only
+    kinds and column coverage."""
+    result = prove(BY_NAME[theorem], 3, drop=[rule])
+    assert result.holds is False and result.counterexample
+
+
+def test_race_theorems_range_over_two_buffers() -> None:
+    assert all(t.buffers >= 2 for t in THEOREMS if "deadlock" not in t.name)
+
+
+def test_the_rules_hold_at_four_tasks() -> None:
+    for theorem in THEOREMS:
+        assert prove(theorem, 4).holds is True
 
 
 def test_unknown_rules_are_refused() -> None:

@@ -13,19 +13,31 @@ from amkspec.proofs.shapes.context import OpContext, Operand, Rule
 from amkspec.proofs.shapes.pointwise import check_index_dtype
 
 ATTENTION_RULES = (
-    Rule(C.QUERY_LAYOUT, "`head_dim > 0`; `q` is `[n_heads, head_dim]` or batched `[B, n_heads, head_dim]` "
-         "(`n_heads` default `q.shape[-2]`)"),
+    Rule(
+        C.QUERY_LAYOUT,
+        "`head_dim > 0`; `q` is `[n_heads, head_dim]` or batched `[B, n_heads, head_dim]` "
+        "(`n_heads` default `q.shape[-2]`)",
+    ),
     Rule(C.HEADS_DIVIDE, "`n_heads > 0`, `n_kv_heads > 0`, `n_heads % n_kv_heads == 0`"),
-    Rule(C.CACHE_LAYOUT, "k and v caches have one shape: `[max_seq, n_kv_heads, head_dim]` for rank-2 q, "
-         "`[B, max_seq, n_kv_heads, head_dim]` for rank-3 q"),
+    Rule(
+        C.CACHE_LAYOUT,
+        "k and v caches have one shape: `[max_seq, n_kv_heads, head_dim]` for rank-2 q, "
+        "`[B, max_seq, n_kv_heads, head_dim]` for rank-3 q",
+    ),
     Rule(C.WINDOW_OUTSIDE_CACHE, "`kv_start >= 0`, `kv_len >= 0`, `kv_start + kv_len <= max_seq`"),
-    Rule(C.ATTENTION_OUT_NUMEL, "`out.numel == B * n_heads * head_dim`, or `n_heads * (head_dim + 2)` "
-         "with `flags & 2` (PARTIAL_WRITE) and rank-2 q"),
+    Rule(
+        C.ATTENTION_OUT_NUMEL,
+        "`out.numel == B * n_heads * head_dim`, or `n_heads * (head_dim + 2)` "
+        "with `flags & 2` (PARTIAL_WRITE) and rank-2 q",
+    ),
 )
 COMBINE_RULES = (
     Rule(C.COMBINE_HEAD_DIM, "param `head_dim` present and `> 0` (the reference needs it)"),
-    Rule(C.PARTIAL_SHAPE, "every partial has `n_heads * (head_dim + 2)` elements "
-         "(`n_heads` default `partial0.numel / (head_dim + 2)`, `> 0`)"),
+    Rule(
+        C.PARTIAL_SHAPE,
+        "every partial has `n_heads * (head_dim + 2)` elements "
+        "(`n_heads` default `partial0.numel / (head_dim + 2)`, `> 0`)",
+    ),
     Rule(C.ATTENTION_OUT_NUMEL, "`out.numel == n_heads * head_dim`"),
 )
 ROPE_RULES = (
@@ -36,8 +48,11 @@ ROPE_RULES = (
 )
 KV_APPEND_RULES = (
     Rule(C.KV_NOT_IN_PLACE, "`inputs[1]` is the same buffer as `outputs[0]` (the cache)"),
-    Rule(C.KV_NEW_SHAPE, "cache rank 3 `[max_seq, n_kv, hd]`: `new.numel == new.shape[0] * n_kv * hd`; "
-         "rank 4 `[B, max_seq, n_kv, hd]`: `new.shape[0] == B`, `new.numel == B * n_kv * hd`"),
+    Rule(
+        C.KV_NEW_SHAPE,
+        "cache rank 3 `[max_seq, n_kv, hd]`: `new.numel == new.shape[0] * n_kv * hd`; "
+        "rank 4 `[B, max_seq, n_kv, hd]`: `new.shape[0] == B`, `new.numel == B * n_kv * hd`",
+    ),
     Rule(C.KV_ROWS, "`pos >= 0`; rank 3: `pos + new.shape[0] <= max_seq`; rank 4: `pos < max_seq`"),
 )
 
@@ -56,8 +71,9 @@ def check_attention(ctx: OpContext) -> None:
     if n_heads is None or n_kv is None:
         return
     if q.shape[-2:] != (n_heads, hd):
-        ctx.fail(C.QUERY_LAYOUT, f"reads {q.name} {list(q.shape)} as q with {n_heads} heads of "
-                 f"head_dim {hd}", [q])
+        ctx.fail(
+            C.QUERY_LAYOUT, f"reads {q.name} {list(q.shape)} as q with {n_heads} heads of head_dim {hd}", [q]
+        )
         return
     if n_heads <= 0 or n_kv <= 0 or n_heads % n_kv:
         ctx.fail(C.HEADS_DIVIDE, f"maps {n_heads} query heads onto {n_kv} kv heads")
@@ -66,8 +82,12 @@ def check_attention(ctx: OpContext) -> None:
     lead = () if batch is None else (batch,)
     if not _cache_ok(k, v, lead, n_kv, hd):
         form = "[max_seq, n_kv, hd]" if batch is None else f"[{batch}, max_seq, n_kv, hd]"
-        ctx.fail(C.CACHE_LAYOUT, f"reads caches {k.name} {list(k.shape)} and {v.name} {list(v.shape)} "
-                 f"as {form} with n_kv = {n_kv}, hd = {hd}", [k, v])
+        ctx.fail(
+            C.CACHE_LAYOUT,
+            f"reads caches {k.name} {list(k.shape)} and {v.name} {list(v.shape)} "
+            f"as {form} with n_kv = {n_kv}, hd = {hd}",
+            [k, v],
+        )
         return
     max_seq = k.shape[-3]
     _check_window(ctx, k, max_seq)
@@ -78,8 +98,11 @@ def check_attention(ctx: OpContext) -> None:
     want = (batch or 1) * n_heads * (hd + 2 if partial else hd)
     if out.numel != want:
         what = f"{n_heads} x ({hd} + 2) partial rows" if partial else f"{batch or 1} x {n_heads} x {hd}"
-        ctx.fail(C.ATTENTION_OUT_NUMEL, f"writes {what} = {want} elements into {out.name} "
-                 f"{list(out.shape)} ({out.numel} elements)", [out])
+        ctx.fail(
+            C.ATTENTION_OUT_NUMEL,
+            f"writes {what} = {want} elements into {out.name} {list(out.shape)} ({out.numel} elements)",
+            [out],
+        )
 
 
 def _cache_ok(k: Operand, v: Operand, lead: tuple[int, ...], n_kv: int, hd: int) -> bool:
@@ -93,8 +116,11 @@ def _check_window(ctx: OpContext, k: Operand, max_seq: int) -> None:
     if kv_start is None or kv_len is None:
         return
     if kv_start < 0 or kv_len < 0 or kv_start + kv_len > max_seq:
-        ctx.fail(C.WINDOW_OUTSIDE_CACHE, f"attends to positions [{kv_start}, {kv_start + kv_len}) "
-                 f"of {k.name} which holds {max_seq}", [k])
+        ctx.fail(
+            C.WINDOW_OUTSIDE_CACHE,
+            f"attends to positions [{kv_start}, {kv_start + kv_len}) of {k.name} which holds {max_seq}",
+            [k],
+        )
 
 
 def check_combine(ctx: OpContext) -> None:
@@ -117,12 +143,17 @@ def check_combine(ctx: OpContext) -> None:
     if n_heads <= 0 or bad:
         shown = bad or [first]
         names = ", ".join(f"{p.name} {list(p.shape)}" for p in shown)
-        ctx.fail(C.PARTIAL_SHAPE, f"reads partials as {n_heads} rows of {hd} + 2 = {want} elements: "
-                 f"{names}", shown)
+        ctx.fail(
+            C.PARTIAL_SHAPE, f"reads partials as {n_heads} rows of {hd} + 2 = {want} elements: {names}", shown
+        )
         return
     if out.numel != n_heads * hd:
-        ctx.fail(C.ATTENTION_OUT_NUMEL, f"writes {n_heads} x {hd} = {n_heads * hd} elements into "
-                 f"{out.name} {list(out.shape)} ({out.numel} elements)", [out])
+        ctx.fail(
+            C.ATTENTION_OUT_NUMEL,
+            f"writes {n_heads} x {hd} = {n_heads * hd} elements into "
+            f"{out.name} {list(out.shape)} ({out.numel} elements)",
+            [out],
+        )
 
 
 def check_rope(ctx: OpContext) -> None:
@@ -130,8 +161,12 @@ def check_rope(ctx: OpContext) -> None:
     x, positions, out = ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]
     check_index_dtype(ctx, positions)
     if out.numel != x.numel:
-        ctx.fail(C.NUMEL_MISMATCH, f"rotates {x.name} {list(x.shape)} into {out.name} {list(out.shape)} "
-                 f"({x.numel} vs {out.numel} elements)", [x, out])
+        ctx.fail(
+            C.NUMEL_MISMATCH,
+            f"rotates {x.name} {list(x.shape)} into {out.name} {list(out.shape)} "
+            f"({x.numel} vs {out.numel} elements)",
+            [x, out],
+        )
     hd = ctx.param("head_dim")
     if hd is None:
         return
@@ -141,8 +176,12 @@ def check_rope(ctx: OpContext) -> None:
         return
     need = x.shape[0] if x.rank == 3 else 1
     if (x.rank == 3 and positions.numel != need) or positions.numel < need:
-        ctx.fail(C.ROPE_POSITIONS, f"needs {'exactly' if x.rank == 3 else 'at least'} {need} position(s) "
-                 f"for {x.name} {list(x.shape)} but {positions.name} has {positions.numel}", [positions, x])
+        ctx.fail(
+            C.ROPE_POSITIONS,
+            f"needs {'exactly' if x.rank == 3 else 'at least'} {need} position(s) "
+            f"for {x.name} {list(x.shape)} but {positions.name} has {positions.numel}",
+            [positions, x],
+        )
 
 
 def _rope_layout_error(x: Operand, hd: int) -> str:
@@ -159,11 +198,18 @@ def check_kv_append(ctx: OpContext) -> None:
     """Spec §7 KV_APPEND: the new rows land inside the cache it updates in place."""
     new, cache_in, cache = ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]
     if cache_in.buffer is None or cache_in.buffer != cache.buffer:
-        ctx.fail(C.KV_NOT_IN_PLACE, f"declares {cache_in.name} as its cache input but writes {cache.name}",
-                 [cache_in, cache])
+        ctx.fail(
+            C.KV_NOT_IN_PLACE,
+            f"declares {cache_in.name} as its cache input but writes {cache.name}",
+            [cache_in, cache],
+        )
     if cache.rank not in (3, 4):
-        ctx.fail(C.KV_NEW_SHAPE, f"appends into {cache.name} {list(cache.shape)}, which is not "
-                 f"[max_seq, n_kv, hd] or [B, max_seq, n_kv, hd]", [cache])
+        ctx.fail(
+            C.KV_NEW_SHAPE,
+            f"appends into {cache.name} {list(cache.shape)}, which is not "
+            f"[max_seq, n_kv, hd] or [B, max_seq, n_kv, hd]",
+            [cache],
+        )
         return
     row = cache.shape[-1] * cache.shape[-2]
     max_seq = cache.shape[-3]
@@ -173,10 +219,17 @@ def check_kv_append(ctx: OpContext) -> None:
     else:
         ok, rows = new.rank >= 1 and new.numel == n_new * row, n_new
     if not ok:
-        ctx.fail(C.KV_NEW_SHAPE, f"appends {new.name} {list(new.shape)} into rows of {row} elements "
-                 f"of {cache.name} {list(cache.shape)}", [new, cache])
+        ctx.fail(
+            C.KV_NEW_SHAPE,
+            f"appends {new.name} {list(new.shape)} into rows of {row} elements "
+            f"of {cache.name} {list(cache.shape)}",
+            [new, cache],
+        )
         return
     pos = ctx.param("pos")
     if pos is not None and (pos < 0 or pos + rows > max_seq):
-        ctx.fail(C.KV_ROWS, f"writes positions [{pos}, {pos + rows}) of {cache.name} "
-                 f"which holds {max_seq}", [cache])
+        ctx.fail(
+            C.KV_ROWS,
+            f"writes positions [{pos}, {pos + rows}) of {cache.name} which holds {max_seq}",
+            [cache],
+        )

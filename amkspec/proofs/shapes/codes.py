@@ -17,7 +17,8 @@ def _m(code: str, summary: str) -> str:
 
 # GEMV_TILE / GEMM_TILE / DEQUANT
 TILE_OUTSIDE_OUTPUT = _m(
-    "M401", "GEMV/GEMM tile outside the output (n_off < 0, N_tile <= 0, past the last dim)")
+    "M401", "GEMV/GEMM tile outside the output (n_off < 0, N_tile <= 0, past the last dim)"
+)
 TILE_OUTSIDE_WEIGHT = _m("M402", "GEMV/GEMM tile rows n_off..n_off+N_tile-1 not inside the weight")
 WEIGHT_LAYOUT = _m("M403", "weight is not [N, K] with K equal to x's last dim")
 K_PARAM = _m("M404", "param K differs from the reduction length x.shape[-1]")

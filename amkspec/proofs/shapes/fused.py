@@ -20,28 +20,46 @@ from amkspec.proofs.shapes import codes as C
 from amkspec.proofs.shapes.context import OpContext, Operand, Rule, int_param, is_shape
 
 OUT_DTYPES: dict[str, DType | None] = {
-    "float32": DType.F32, "float16": DType.F16, "bfloat16": DType.BF16,
-    "float64": None, "int8": DType.I8, "int32": DType.I32,
+    "float32": DType.F32,
+    "float16": DType.F16,
+    "bfloat16": DType.BF16,
+    "float64": None,
+    "int8": DType.I8,
+    "int32": DType.I32,
 }
 """Scratch dtypes a recipe may name (float64 has no IR dtype: its rules skip dtype checks)."""
 
 FINAL = "final"
 
 FUSED_RULES = (
-    Rule(C.RECIPE_FORM, "`recipe` is a dict whose `steps` is a non-empty list of dicts; `out` is "
-         "`\"final\"`, `-1` or an int; `out_shape` (if given) is a list of non-negative ints, and a "
-         "scratch step without it has an arg; `out_dtype` (if given) is one of "
-         + ", ".join(f"`{n}`" for n in OUT_DTYPES) + "; at least one step writes `final`"),
-    Rule(C.RECIPE_STEP_OP, "`op` is an int opcode other than NOP and FUSED, and `len(args)` is within "
-         "its OP_REGISTRY arity"),
-    Rule(C.RECIPE_ARG_REF, "each arg is `{\"in\": k}` with `0 <= k < len(inputs)`, or `{\"s\": j}` "
-         "naming a scratch written by an earlier step"),
-    Rule(C.RECIPE_STEP_PARAMS, "`params` (default `{}`) is a dict with the op's required params, "
-         "each of its PARAM_FIELDS type"),
+    Rule(
+        C.RECIPE_FORM,
+        "`recipe` is a dict whose `steps` is a non-empty list of dicts; `out` is "
+        '`"final"`, `-1` or an int; `out_shape` (if given) is a list of non-negative ints, and a '
+        "scratch step without it has an arg; `out_dtype` (if given) is one of "
+        + ", ".join(f"`{n}`" for n in OUT_DTYPES)
+        + "; at least one step writes `final`",
+    ),
+    Rule(
+        C.RECIPE_STEP_OP,
+        "`op` is an int opcode other than NOP and FUSED, and `len(args)` is within its OP_REGISTRY arity",
+    ),
+    Rule(
+        C.RECIPE_ARG_REF,
+        'each arg is `{"in": k}` with `0 <= k < len(inputs)`, or `{"s": j}` '
+        "naming a scratch written by an earlier step",
+    ),
+    Rule(
+        C.RECIPE_STEP_PARAMS,
+        "`params` (default `{}`) is a dict with the op's required params, each of its PARAM_FIELDS type",
+    ),
     Rule("(per op)", "every step satisfies its own opcode's rules, with scratch shapes from `out_shape`"),
-    Rule(C.DEVICE_PATTERN, "device pattern GEMV_ADD (`flags >> 16 == 1`, `out = x @ W.T + r`): inputs "
-         "`[x, W, r, ...]`, the GEMV_TILE rules on `[x, W]` with the task's params, "
-         "and `r.numel == out.numel`"),
+    Rule(
+        C.DEVICE_PATTERN,
+        "device pattern GEMV_ADD (`flags >> 16 == 1`, `out = x @ W.T + r`): inputs "
+        "`[x, W, r, ...]`, the GEMV_TILE rules on `[x, W]` with the task's params, "
+        "and `r.numel == out.numel`",
+    ),
 )
 
 
@@ -87,14 +105,19 @@ def _check_device_pattern(ctx: OpContext, dispatch: Callable[[OpContext], None])
         return
     out = ctx.outputs[0]
     if len(ctx.inputs) < 3:
-        ctx.fail(C.DEVICE_PATTERN, f"selects device pattern GEMV_ADD with {len(ctx.inputs)} input(s); "
-                 f"it reads [x, W, residual]")
+        ctx.fail(
+            C.DEVICE_PATTERN,
+            f"selects device pattern GEMV_ADD with {len(ctx.inputs)} input(s); it reads [x, W, residual]",
+        )
         return
     residual = ctx.inputs[2]
     if residual.numel != out.numel:
-        ctx.fail(C.DEVICE_PATTERN, f"selects device pattern GEMV_ADD, which reads {out.numel} elements of "
-                 f"residual {residual.name} {list(residual.shape)} ({residual.numel} elements)",
-                 [residual, out])
+        ctx.fail(
+            C.DEVICE_PATTERN,
+            f"selects device pattern GEMV_ADD, which reads {out.numel} elements of "
+            f"residual {residual.name} {list(residual.shape)} ({residual.numel} elements)",
+            [residual, out],
+        )
     gemv, step = InstructionKind.GEMV_TILE, " device pattern GEMV_ADD"
     dispatch(OpContext(ctx.task, gemv, ctx.inputs[:2], [out], ctx.params, ctx.found, step))
 
@@ -158,8 +181,10 @@ def _parse_op(ctx: OpContext, where: str, raw_op: Any, args: Any) -> Instruction
     spec = OP_REGISTRY[op]
     n = len(args) if isinstance(args, list) else -1
     if n >= 0 and not (spec.min_inputs <= n and (spec.max_inputs == VARIADIC or n <= spec.max_inputs)):
-        ctx.fail(C.RECIPE_STEP_OP, f"has {where} running {op.name} on {n} args "
-                 f"(it takes {spec.min_inputs}..{spec.max_inputs})")
+        ctx.fail(
+            C.RECIPE_STEP_OP,
+            f"has {where} running {op.name} on {n} args (it takes {spec.min_inputs}..{spec.max_inputs})",
+        )
         return None
     return op
 
@@ -172,8 +197,11 @@ def _parse_args(ctx: OpContext, where: str, raw: Any, written: set[int]) -> list
     for j, arg in enumerate(raw):
         ref = _parse_ref(arg, len(ctx.inputs), written)
         if ref is None:
-            ctx.fail(C.RECIPE_ARG_REF, f"has {where} arg {j} = {arg!r}: not {{'in': k}} with "
-                     f"0 <= k < {len(ctx.inputs)} nor {{'s': j}} of an earlier scratch")
+            ctx.fail(
+                C.RECIPE_ARG_REF,
+                f"has {where} arg {j} = {arg!r}: not {{'in': k}} with "
+                f"0 <= k < {len(ctx.inputs)} nor {{'s': j}} of an earlier scratch",
+            )
             return None
         refs.append(ref)
     return refs
@@ -182,7 +210,7 @@ def _parse_args(ctx: OpContext, where: str, raw: Any, written: set[int]) -> list
 def _parse_ref(arg: Any, n_inputs: int, written: set[int]) -> tuple[str, int] | None:
     if not isinstance(arg, dict) or len(arg) != 1:
         return None
-    (kind, k), = arg.items()
+    ((kind, k),) = arg.items()
     if type(k) is not int:
         return None
     if kind == "in" and 0 <= k < n_inputs:
@@ -200,7 +228,8 @@ def _params_ok(ctx: OpContext, where: str, op: InstructionKind, params: Any) -> 
     bad = [k for k, v in params.items() if k in PARAM_FIELDS and not _typed(k, v, params)]
     if missing or bad:
         parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
-            [f"ill-typed {', '.join(map(str, bad))}"] if bad else [])
+            [f"ill-typed {', '.join(map(str, bad))}"] if bad else []
+        )
         ctx.fail(C.RECIPE_STEP_PARAMS, f"has {where} ({op.name}) with params {'; '.join(parts)}")
         return False
     return True
@@ -212,8 +241,9 @@ def _typed(key: str, value: Any, params: Mapping[str, Any]) -> bool:
     return type(value) in (int, float)
 
 
-def _parse_out(ctx: OpContext, where: str, raw: dict[str, Any]) -> (
-        tuple[tuple[int, ...] | None, tuple[DType | None] | None] | None):
+def _parse_out(
+    ctx: OpContext, where: str, raw: dict[str, Any]
+) -> tuple[tuple[int, ...] | None, tuple[DType | None] | None] | None:
     out = raw.get("out")
     if out != FINAL and type(out) is not int:
         ctx.fail(C.RECIPE_FORM, f"has {where} with out {out!r} (not 'final', -1 or an int)")

@@ -18,15 +18,19 @@ MATMUL_RULES = (
     Rule(C.ROW_MISMATCH, "`x` and `out` have a last dim and the same number of rows `prod(shape[:-1])`"),
     Rule(C.WEIGHT_LAYOUT, "`W` is rank 2 `[N, K]` with `K == x.shape[-1]`"),
     Rule(C.K_PARAM, "param `K` (when given) `== x.shape[-1]`"),
-    Rule(C.TILE_OUTSIDE_OUTPUT, "`n_off >= 0`, `N_tile > 0`, `n_off + N_tile <= out.shape[-1]`; "
-         "GEMM with `m_off`/`M_tile`: rows `[m_off, m_off+M_tile)` inside out's rows"),
+    Rule(
+        C.TILE_OUTSIDE_OUTPUT,
+        "`n_off >= 0`, `N_tile > 0`, `n_off + N_tile <= out.shape[-1]`; "
+        "GEMM with `m_off`/`M_tile`: rows `[m_off, m_off+M_tile)` inside out's rows",
+    ),
     Rule(C.TILE_OUTSIDE_WEIGHT, "`n_off + N_tile <= N` (rows of `W`, of scales and zeros)"),
     Rule(C.BIAS_LENGTH, "fp path with a 3rd input: bias is 1-D with `>= n_off + N_tile` entries"),
     Rule(C.INTEGER_FP_WEIGHT, "fp path: `W` has a floating-point dtype"),
-    Rule(C.QUANT_WITHOUT_SCALES,
-         "`qdtype` 6 or 7 needs a scales input (a device switches on qdtype alone)"),
-    Rule(C.PACKED_DTYPE,
-         "quantized path: `W.dtype` is I8 for qdtype 6, I4 for qdtype 7 (logical shape `[N, K]`)"),
+    Rule(C.QUANT_WITHOUT_SCALES, "`qdtype` 6 or 7 needs a scales input (a device switches on qdtype alone)"),
+    Rule(
+        C.PACKED_DTYPE,
+        "quantized path: `W.dtype` is I8 for qdtype 6, I4 for qdtype 7 (logical shape `[N, K]`)",
+    ),
     Rule(C.GROUP_NOT_POSITIVE, "quantized path: `group > 0` (default `K`)"),
     Rule(C.SCALES_SHAPE, "quantized path: scales (and zeros) are `[N, ceil(K / group)]`"),
 )
@@ -43,21 +47,31 @@ def check_matmul(ctx: OpContext) -> None:
     """Spec §7 GEMV_TILE/GEMM_TILE: the tile stays inside x, W, bias/scales and out."""
     x, w, out = ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]
     if x.rank == 0 or out.rank == 0 or x.rows != out.rows:
-        ctx.fail(C.ROW_MISMATCH, f"computes {x.rows if x.rank else 'no'} row(s) of {x.name} "
-                 f"{list(x.shape)} into {out.name} {list(out.shape)}", [x, out])
+        ctx.fail(
+            C.ROW_MISMATCH,
+            f"computes {x.rows if x.rank else 'no'} row(s) of {x.name} "
+            f"{list(x.shape)} into {out.name} {list(out.shape)}",
+            [x, out],
+        )
         return
     k = x.shape[-1]
     if w.rank != 2 or w.shape[1] != k:
-        ctx.fail(C.WEIGHT_LAYOUT, f"multiplies {x.name} (K = {k}) by {w.name} {list(w.shape)}, "
-                 f"which is not [N, {k}]", [x, w])
+        ctx.fail(
+            C.WEIGHT_LAYOUT,
+            f"multiplies {x.name} (K = {k}) by {w.name} {list(w.shape)}, which is not [N, {k}]",
+            [x, w],
+        )
         return
     k_param = ctx.param("K")
     if k_param is not None and k_param != k:
         ctx.fail(C.K_PARAM, f"has param K = {k_param} but {x.name} has last dim {k}", [x])
     qdtype = ctx.param("qdtype", 0)
     if qdtype in QUANT_DTYPES and len(ctx.inputs) < 3:
-        ctx.fail(C.QUANT_WITHOUT_SCALES, f"has qdtype {qdtype} but no scales input "
-                 f"(a device reads scales past its inputs)", [w])
+        ctx.fail(
+            C.QUANT_WITHOUT_SCALES,
+            f"has qdtype {qdtype} but no scales input (a device reads scales past its inputs)",
+            [w],
+        )
         return
     if qdtype in QUANT_DTYPES:
         _check_quantized(ctx, qdtype, k)
@@ -69,23 +83,34 @@ def check_matmul(ctx: OpContext) -> None:
 def _check_fp(ctx: OpContext) -> None:
     w, out = ctx.inputs[1], ctx.outputs[0]
     if w.dtype is not None and not w.dtype.is_float:
-        ctx.fail(C.INTEGER_FP_WEIGHT, f"takes the floating-point path over {w.name} of dtype "
-                 f"{w.dtype.name} (quantized weights need qdtype 6/7 and scales)", [w])
+        ctx.fail(
+            C.INTEGER_FP_WEIGHT,
+            f"takes the floating-point path over {w.name} of dtype "
+            f"{w.dtype.name} (quantized weights need qdtype 6/7 and scales)",
+            [w],
+        )
     tile = _tile(ctx, w.shape[0], out)
     if tile is None or len(ctx.inputs) < 3:
         return
     bias, end = ctx.inputs[2], tile[1]
     if bias.rank != 1 or bias.shape[0] < end:
-        ctx.fail(C.BIAS_LENGTH, f"adds bias entries [{tile[0]}, {end}) of {bias.name} {list(bias.shape)}, "
-                 f"which is not 1-D with at least {end} entries", [bias])
+        ctx.fail(
+            C.BIAS_LENGTH,
+            f"adds bias entries [{tile[0]}, {end}) of {bias.name} {list(bias.shape)}, "
+            f"which is not 1-D with at least {end} entries",
+            [bias],
+        )
 
 
 def _check_quantized(ctx: OpContext, qdtype: int, k: int) -> None:
     w, scales, out = ctx.inputs[1], ctx.inputs[2], ctx.outputs[0]
     want = QUANT_DTYPES[qdtype]
     if w.dtype is not None and w.dtype is not want:
-        ctx.fail(C.PACKED_DTYPE, f"has qdtype {qdtype} but packed weight {w.name} has dtype "
-                 f"{w.dtype.name}, not {want.name}", [w])
+        ctx.fail(
+            C.PACKED_DTYPE,
+            f"has qdtype {qdtype} but packed weight {w.name} has dtype {w.dtype.name}, not {want.name}",
+            [w],
+        )
     _tile(ctx, w.shape[0], out, default_n=scales.shape[0] if scales.rank else None)
     group = ctx.param("group", k)
     if group is None:
@@ -97,9 +122,12 @@ def _check_quantized(ctx: OpContext, qdtype: int, k: int) -> None:
     expect = (w.shape[0], n_groups)
     for extra in ctx.inputs[2:]:
         if extra.shape != expect:
-            ctx.fail(C.SCALES_SHAPE, f"reads {extra.name} {list(extra.shape)} as the scales of "
-                     f"{w.name} [{w.shape[0]}, {k}] with group {group}; it must be {list(expect)}",
-                     [extra, w])
+            ctx.fail(
+                C.SCALES_SHAPE,
+                f"reads {extra.name} {list(extra.shape)} as the scales of "
+                f"{w.name} [{w.shape[0]}, {k}] with group {group}; it must be {list(expect)}",
+                [extra, w],
+            )
 
 
 def _tile(ctx: OpContext, n_rows: int, out: Operand, default_n: int | None = None) -> tuple[int, int] | None:
@@ -110,13 +138,17 @@ def _tile(ctx: OpContext, n_rows: int, out: Operand, default_n: int | None = Non
         return None
     end, width = n_off + n_tile, out.shape[-1]
     if n_off < 0 or n_tile <= 0 or end > width:
-        ctx.fail(C.TILE_OUTSIDE_OUTPUT, f"writes columns [{n_off}, {end}) of {out.name} "
-                 f"whose last dim is {width}", [out])
+        ctx.fail(
+            C.TILE_OUTSIDE_OUTPUT,
+            f"writes columns [{n_off}, {end}) of {out.name} whose last dim is {width}",
+            [out],
+        )
         return None
     w = ctx.inputs[1]
     if end > n_rows:
-        ctx.fail(C.TILE_OUTSIDE_WEIGHT, f"reads rows [{n_off}, {end}) of {w.name} "
-                 f"which has {n_rows} rows", [w])
+        ctx.fail(
+            C.TILE_OUTSIDE_WEIGHT, f"reads rows [{n_off}, {end}) of {w.name} which has {n_rows} rows", [w]
+        )
         return None
     return n_off, end
 
@@ -130,8 +162,11 @@ def _check_row_tile(ctx: OpContext, out: Operand) -> None:
     if m_off is None or m_tile is None:
         return
     if m_off < 0 or m_tile <= 0 or m_off + m_tile > out.rows:
-        ctx.fail(C.TILE_OUTSIDE_OUTPUT, f"claims rows [{m_off}, {m_off + m_tile}) of {out.name} "
-                 f"which has {out.rows} rows", [out])
+        ctx.fail(
+            C.TILE_OUTSIDE_OUTPUT,
+            f"claims rows [{m_off}, {m_off + m_tile}) of {out.name} which has {out.rows} rows",
+            [out],
+        )
 
 
 def check_dequant(ctx: OpContext) -> None:
@@ -146,14 +181,24 @@ def check_dequant(ctx: OpContext) -> None:
         ctx.fail(C.GROUP_NOT_POSITIVE, f"has group = {group}; groups must have a positive size", [q])
         return
     if q.shape[-1] % group:
-        ctx.fail(C.GROUP_NOT_DIVIDING, f"groups the last dim {q.shape[-1]} of {q.name} by {group}, "
-                 f"which does not divide it", [q])
+        ctx.fail(
+            C.GROUP_NOT_DIVIDING,
+            f"groups the last dim {q.shape[-1]} of {q.name} by {group}, which does not divide it",
+            [q],
+        )
         return
     n_scales = q.numel // group
     for extra in ctx.inputs[1:]:
         if extra.numel != n_scales:
-            ctx.fail(C.SCALES_SHAPE, f"needs {n_scales} scales for {q.name} {list(q.shape)} with group "
-                     f"{group} but {extra.name} has {extra.numel}", [extra, q])
+            ctx.fail(
+                C.SCALES_SHAPE,
+                f"needs {n_scales} scales for {q.name} {list(q.shape)} with group "
+                f"{group} but {extra.name} has {extra.numel}",
+                [extra, q],
+            )
     if out.numel != q.numel:
-        ctx.fail(C.NUMEL_MISMATCH, f"writes {q.numel} elements into {out.name} {list(out.shape)} "
-                 f"({out.numel} elements)", [q, out])
+        ctx.fail(
+            C.NUMEL_MISMATCH,
+            f"writes {q.numel} elements into {out.name} {list(out.shape)} ({out.numel} elements)",
+            [q, out],
+        )

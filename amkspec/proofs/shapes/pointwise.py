@@ -19,18 +19,27 @@ INDEX_MAX = {DType.I32: 2**31 - 1, DType.I8: 127, DType.U8: 255, DType.I4: 7}
 
 EMBED_RULES = (
     Rule(C.INDEX_DTYPE, "`ids` has an integer dtype"),
-    Rule(C.EMBED_NUMEL, "`table` has rank >= 1; `out.numel == ids.numel * prod(table.shape[1:])` "
-         "(the reshape bridge relies on this)"),
+    Rule(
+        C.EMBED_NUMEL,
+        "`table` has rank >= 1; `out.numel == ids.numel * prod(table.shape[1:])` "
+        "(the reshape bridge relies on this)",
+    ),
 )
 NORM_RULES = (
-    Rule(C.NORM_WEIGHT, "RMSNORM: `w.numel == w.shape[-1] == x.shape[-1]`; "
-         "LAYERNORM: `w` (and `b`) are exactly `[x.shape[-1]]`"),
+    Rule(
+        C.NORM_WEIGHT,
+        "RMSNORM: `w.numel == w.shape[-1] == x.shape[-1]`; "
+        "LAYERNORM: `w` (and `b`) are exactly `[x.shape[-1]]`",
+    ),
     Rule(C.HIDDEN_PARAM, "param `hidden` (when given) `== x.shape[-1]` (the device's row length)"),
     Rule(C.NUMEL_MISMATCH, "`out.numel == x.numel` and `out.shape[-1] == x.shape[-1]`"),
 )
 ELEMENTWISE_RULES = (
-    Rule(C.BROADCAST, "the operands broadcast (torch rules) into `out`: broadcasting them together with "
-         "`out` gives exactly `out.shape` (no reshape)"),
+    Rule(
+        C.BROADCAST,
+        "the operands broadcast (torch rules) into `out`: broadcasting them together with "
+        "`out` gives exactly `out.shape` (no reshape)",
+    ),
 )
 DEVICE_ELEMENTWISE_RULES = (
     *ELEMENTWISE_RULES,
@@ -66,14 +75,21 @@ def check_elementwise(ctx: OpContext) -> None:
     if joined != out.shape:
         names = ", ".join(f"{o.name} {list(o.shape)}" for o in ctx.inputs)
         got = "do not broadcast into it" if joined is None else f"broadcast with it to {list(joined)}"
-        ctx.fail(C.BROADCAST, f"writes {out.name} {list(out.shape)} from operands {names}, which {got}",
-                 [*ctx.inputs, out])
+        ctx.fail(
+            C.BROADCAST,
+            f"writes {out.name} {list(out.shape)} from operands {names}, which {got}",
+            [*ctx.inputs, out],
+        )
         return
     if ctx.op in DEVICE_ELEMENTWISE:
         for operand in ctx.inputs:
             if operand.numel != out.numel:
-                ctx.fail(C.DEVICE_NUMEL, f"reads {out.numel} elements of {operand.name} "
-                         f"{list(operand.shape)} which has {operand.numel}", [operand, out])
+                ctx.fail(
+                    C.DEVICE_NUMEL,
+                    f"reads {out.numel} elements of {operand.name} "
+                    f"{list(operand.shape)} which has {operand.numel}",
+                    [operand, out],
+                )
 
 
 def check_softmax(ctx: OpContext) -> None:
@@ -94,9 +110,12 @@ def check_embed(ctx: OpContext) -> None:
         return
     row = math.prod(table.shape[1:])
     if out.numel != ids.numel * row:
-        ctx.fail(C.EMBED_NUMEL, f"gathers {ids.numel} row(s) of {row} element(s) from {table.name} "
-                 f"{list(table.shape)} into {out.name} {list(out.shape)} ({out.numel} elements)",
-                 [ids, table, out])
+        ctx.fail(
+            C.EMBED_NUMEL,
+            f"gathers {ids.numel} row(s) of {row} element(s) from {table.name} "
+            f"{list(table.shape)} into {out.name} {list(out.shape)} ({out.numel} elements)",
+            [ids, table, out],
+        )
 
 
 def check_index_dtype(ctx: OpContext, index: Operand) -> None:
@@ -110,8 +129,12 @@ def check_norm(ctx: OpContext) -> None:
     """Spec §7 RMSNORM/LAYERNORM: per-row normalisation over the last dim."""
     x, out = ctx.inputs[0], ctx.outputs[0]
     if out.numel != x.numel or out.shape[-1:] != x.shape[-1:]:
-        ctx.fail(C.NUMEL_MISMATCH, f"normalises {x.name} {list(x.shape)} into {out.name} "
-                 f"{list(out.shape)}, which does not have its elements and row length", [x, out])
+        ctx.fail(
+            C.NUMEL_MISMATCH,
+            f"normalises {x.name} {list(x.shape)} into {out.name} "
+            f"{list(out.shape)}, which does not have its elements and row length",
+            [x, out],
+        )
     if x.rank == 0:
         ctx.fail(C.NORM_WEIGHT, f"normalises {x.name}, a rank-0 tensor with no row", [x])
         return
@@ -131,11 +154,18 @@ def check_argmax(ctx: OpContext) -> None:
     logits, out = ctx.inputs[0], ctx.outputs[0]
     width = logits.shape[-1] if logits.rank else 0
     if width == 0 or out.numel != logits.rows:
-        ctx.fail(C.ARGMAX_SHAPE, f"writes the argmax of {logits.rows if width else 0} row(s) of "
-                 f"{logits.name} {list(logits.shape)} into {out.name} {list(out.shape)}", [logits, out])
+        ctx.fail(
+            C.ARGMAX_SHAPE,
+            f"writes the argmax of {logits.rows if width else 0} row(s) of "
+            f"{logits.name} {list(logits.shape)} into {out.name} {list(out.shape)}",
+            [logits, out],
+        )
     if out.dtype is None:
         return
     top = INDEX_MAX.get(out.dtype, -1)
     if top < width - 1 or top < 0:
-        ctx.fail(C.ARGMAX_DTYPE, f"writes indices up to {max(width - 1, 0)} into {out.name} of "
-                 f"dtype {out.dtype.name}", [out])
+        ctx.fail(
+            C.ARGMAX_DTYPE,
+            f"writes indices up to {max(width - 1, 0)} into {out.name} of dtype {out.dtype.name}",
+            [out],
+        )

@@ -1,0 +1,886 @@
+"""The one footprint: exactly which elements each task reads and writes (spec §3.2, §7).
+
+Every opcode's reference numerics (``amkspec.semantics``) read some elements of its
+inputs and write some elements of its outputs. This module states those regions
+from the task's params and the buffers' shapes and dtypes, mirroring what the
+semantics do with them (defaults, ``int()`` conversions, slicing, the packed I4
+layout). It is the only place that describes footprints: the race checks,
+coverage, the SMT view, the model checker and certificates all derive from it,
+and a property test runs every opcode on shadow memory and compares.
+
+Definitions (spec §3.2):
+
+* a task **writes** an element when the semantics store a value into it;
+* a task **reads** an element when its value can change a written element.
+  An input element that cannot influence any output (an operand the opcode
+  ignores, a whole task that writes nothing, a step of a FUSED recipe whose
+  result is overwritten) is not read.
+
+A :class:`Region` is a union of boxes over the buffer's **logical** shape (packed I4
+columns are logical columns, two per stored byte). When the semantics would
+reject the task (missing params, operands of the wrong shape) or the read is
+data-dependent (EMBED's table rows are chosen by the ids at run time), the region
+is a sound over-approximation and ``exact`` is False with the reason in ``note``.
+The module is pure Python (no torch, no z3).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind
+
+Interval = tuple[int, int]
+"""A half-open range ``[start, stop)`` of indices along one dimension."""
+Box = tuple[Interval, ...]
+"""One interval per dimension of a buffer's logical shape."""
+
+
+@attrs.frozen
+class Region:
+    """Elements of one buffer: a union of boxes (``None`` = every element, shape unknown).
+
+    ``exact`` is False when the region over-approximates what the semantics touch;
+    ``note`` then says why.
+    """
+
+    boxes: tuple[Box, ...] | None
+    exact: bool = True
+    note: str = ""
+
+    @property
+    def is_empty(self) -> bool:
+        return self.boxes is not None and not self.boxes
+
+    def overlaps(self, other: Region) -> bool:
+        """Whether the two regions of one buffer share an element."""
+        if self.is_empty or other.is_empty:
+            return False
+        if self.boxes is None or other.boxes is None:
+            return True
+        return any(boxes_meet(a, b) for a in self.boxes for b in other.boxes)
+
+    def describe(self) -> str:
+        """Short text: ``all``, ``none`` or the boxes as ``[a:b, c:d]``."""
+        if self.boxes is None:
+            return "all elements"
+        if not self.boxes:
+            return "no elements"
+        shown = ["[" + ", ".join(f"{lo}:{hi}" for lo, hi in box) + "]" for box in self.boxes[:4]]
+        more = f" … ({len(self.boxes)} boxes)" if len(self.boxes) > 4 else ""
+        return " ∪ ".join(shown) + more
+
+
+EMPTY = Region(())
+UNKNOWN = Region(None, exact=False, note="shape unknown")
+
+
+def boxes_meet(a: Box, b: Box) -> bool:
+    """Two boxes of one buffer intersect (every dimension overlaps; no dimension empty)."""
+    return all(x0 < y1 and y0 < x1 and x0 < x1 and y0 < y1 for (x0, x1), (y0, y1) in zip(a, b, strict=False))
+
+
+def whole(shape: Sequence[int]) -> Region:
+    """Every element of a buffer of ``shape`` (no elements when a dimension is 0)."""
+    if any(d <= 0 for d in shape):
+        return EMPTY
+    return Region((tuple((0, d) for d in shape),))
+
+
+def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
+    """Elements whose index on ``axis`` is in ``[lo, hi)``, every index on the other axes."""
+    if not shape or hi <= lo:
+        return EMPTY if shape else whole(shape)
+    axis %= len(shape)
+    box = [(0, d) for d in shape]
+    box[axis] = (max(lo, 0), min(hi, shape[axis]))
+    return _clean(Region((tuple(box),)))
+
+
+def flat_range(shape: Sequence[int], start: int, stop: int) -> list[Box]:
+    """The row-major flat indices ``[start, stop)`` of ``shape`` as boxes (at most 2·rank−1)."""
+    if stop <= start:
+        return []
+    if not shape:
+        return [()]
+    inner = math.prod(shape[1:])
+    if inner == 0:
+        return []
+    first, last = start // inner, (stop - 1) // inner
+    if start % inner == 0 and stop % inner == 0:
+        return [((first, last + 1), *((0, d) for d in shape[1:]))]
+    if first == last:
+        return [((first, first + 1), *b) for b in flat_range(shape[1:], start % inner, stop - first * inner)]
+    head = flat_range(shape, start, (first + 1) * inner)
+    mid = flat_range(shape, (first + 1) * inner, last * inner)
+    tail = flat_range(shape, last * inner, stop)
+    return head + mid + tail
+
+
+def row_prefix(shape: Sequence[int], n_rows: int, width: int, cols: int) -> Region:
+    """In ``shape`` viewed as ``[n_rows, width]`` (row-major), the first ``cols`` of every row."""
+    if cols >= width:
+        return whole(shape)
+    if cols <= 0:
+        return EMPTY
+    return Region(tuple(b for r in range(n_rows) for b in flat_range(shape, r * width, r * width + cols)))
+
+
+def _clean(region: Region) -> Region:
+    if region.boxes is None:
+        return region
+    boxes = tuple(b for b in region.boxes if all(lo < hi for lo, hi in b))
+    return attrs.evolve(region, boxes=boxes)
+
+
+def union(regions: Sequence[Region]) -> Region:
+    """The union of regions of one buffer (exact only if all are)."""
+    if any(r.boxes is None for r in regions):
+        notes = "; ".join(sorted({r.note for r in regions if r.note}))
+        return Region(None, exact=all(r.exact for r in regions), note=notes)
+    boxes = tuple(dict.fromkeys(b for r in regions for b in r.boxes or ()))
+    notes = "; ".join(sorted({r.note for r in regions if r.note}))
+    return Region(boxes, exact=all(r.exact for r in regions), note=notes)
+
+
+def subtract(boxes: Sequence[Box], cut: Box) -> list[Box]:
+    """``boxes`` minus ``cut``, as disjoint pieces."""
+    out: list[Box] = []
+    for box in boxes:
+        if not boxes_meet(box, cut):
+            out.append(box)
+            continue
+        rest = list(box)
+        for axis, ((lo, hi), (clo, chi)) in enumerate(zip(box, cut, strict=True)):
+            if lo < clo:
+                out.append((*rest[:axis], (lo, clo), *rest[axis + 1 :]))
+            if chi < hi:
+                out.append((*rest[:axis], (chi, hi), *rest[axis + 1 :]))
+            rest[axis] = (max(lo, clo), min(hi, chi))
+    return out
+
+
+def uncovered(target: Region, covers: Sequence[Region], shape: Sequence[int]) -> list[Box]:
+    """The boxes of ``target`` that no region of ``covers`` contains (``None`` regions: whole)."""
+    left = list(target.boxes) if target.boxes is not None else list(whole(shape).boxes or ())
+    fast = _uncovered_on_one_axis(left, covers, shape)
+    if fast is not None:
+        return fast
+    for region in covers:
+        cut_boxes = region.boxes if region.boxes is not None else whole(shape).boxes or ()
+        for cut in cut_boxes:
+            left = subtract(left, cut)
+            if not left:
+                return []
+    return left
+
+
+def _uncovered_on_one_axis(
+    left: list[Box], covers: Sequence[Region], shape: Sequence[int]
+) -> list[Box] | None:
+    """The common case (column tiles): every box spans its buffer on all axes but one, so the
+    gaps are a 1-D interval merge; None when that does not hold."""
+    if len(left) != 1 or not shape or any(c.boxes is None for c in covers):
+        return None
+    boxes = [b for c in covers for b in c.boxes or ()]
+    full = tuple((0, d) for d in shape)
+    head = full[:-1]
+    if all(b[:-1] == head and len(b) == len(full) for b in boxes) and left[0][:-1] == head:
+        axis = len(shape) - 1  # column tiles: only the last axis varies
+    else:
+        axes = {a for b in (*boxes, left[0]) for a, iv in enumerate(b) if iv != full[a]}
+        if len(axes) > 1 or any(len(b) != len(shape) for b in (*boxes, left[0])):
+            return None
+        axis = axes.pop() if axes else len(shape) - 1
+    lo, hi = left[0][axis]
+    gaps: list[Box] = []
+    at = lo
+    for start, end in sorted(b[axis] for b in boxes):
+        if start > at:
+            gaps.append((*full[:axis], (at, min(start, hi)), *full[axis + 1 :]))
+        at = max(at, end)
+        if at >= hi:
+            break
+    if at < hi:
+        gaps.append((*full[:axis], (at, hi), *full[axis + 1 :]))
+    return [g for g in gaps if g[axis][0] < g[axis][1]]
+
+
+def first_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
+    """Indices ``(i, j)``, ``i < j``, of two overlapping regions of one buffer, or None.
+
+    A sweep along the axis with the most distinct box starts; quadratic only when many
+    boxes overlap on that axis.
+    """
+    items: list[tuple[Box, int]] = []
+    for i, region in enumerate(regions):
+        if region.boxes is None:
+            if not region.is_empty:
+                other = next((j for j, r in enumerate(regions) if j != i and not r.is_empty), None)
+                if other is not None:
+                    return (min(i, other), max(i, other))
+            continue
+        items.extend((b, i) for b in region.boxes)
+    if not items:
+        return None
+    rank = min(len(b) for b, _ in items)
+    if rank == 0:
+        owners = sorted({i for _, i in items})
+        return (owners[0], owners[1]) if len(owners) > 1 else None
+    axis = max(range(rank), key=lambda a: len({b[a][0] for b, _ in items}))
+    items.sort(key=lambda t: t[0][axis])
+    active: list[tuple[Box, int]] = []
+    for box, owner in items:
+        start = box[axis][0]
+        active = [(b, o) for b, o in active if b[axis][1] > start]
+        for b, o in active:
+            if o != owner and boxes_meet(b, box):
+                return (min(o, owner), max(o, owner))
+        active.append((box, owner))
+    return None
+
+
+# -- operands --------------------------------------------------------------------------------
+
+
+@attrs.frozen(cache_hash=True)
+class Operand:
+    """What the semantics see of a bound tensor: its stored shape and whether it is ``uint8``.
+
+    ``logical`` is the buffer's logical shape (packed I4: twice the stored last dim, or less).
+    """
+
+    stored: tuple[int, ...]
+    uint8: bool
+    logical: tuple[int, ...]
+
+    @classmethod
+    def of_buffer(cls, buf: Buffer) -> Operand | None:
+        shape, dtype = getattr(buf, "shape", None), getattr(buf, "dtype", None)
+        if not isinstance(shape, tuple) or not all(type(d) is int and d >= 0 for d in shape):
+            return None
+        if not isinstance(dtype, DType):
+            return None
+        stored = (*shape[:-1], (shape[-1] + 1) // 2) if dtype is DType.I4 and shape else shape
+        return cls(stored, dtype in (DType.I4, DType.U8), shape)
+
+    @classmethod
+    def scratch(cls, shape: tuple[int, ...], uint8: bool = False) -> Operand:
+        return cls(shape, uint8, shape)
+
+
+class _Reject(Exception):
+    """The semantics would raise on this task (its footprint is then over-approximated)."""
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _Reject(f"param {value!r} is not an int") from exc
+
+
+def _param(params: Mapping[str, Any], key: str, default: Callable[[], int]) -> int:
+    return _int(params[key]) if key in params else default()
+
+
+def _need(params: Mapping[str, Any], key: str) -> int:
+    if key not in params:
+        raise _Reject(f"missing param {key!r}")
+    return _int(params[key])
+
+
+def _dim(shape: tuple[int, ...], axis: int) -> int:
+    if not -len(shape) <= axis < len(shape):
+        raise _Reject(f"shape {shape} has no axis {axis}")
+    return shape[axis]
+
+
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for axis in range(-rank, 0):
+        dims = {s[axis] for s in shapes if len(s) >= -axis} - {1}
+        if len(dims) > 1:
+            raise _Reject(f"shapes {shapes} do not broadcast")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def _storable(value: tuple[int, ...], out: tuple[int, ...]) -> None:
+    """``registry.store``: same numel reshapes, otherwise ``copy_`` broadcasting."""
+    if math.prod(value) == math.prod(out):
+        return
+    if len(value) > len(out) or _broadcast(value, out) != out:
+        raise _Reject(f"cannot store {value} into {out}")
+
+
+# -- per-opcode rules ------------------------------------------------------------------------
+
+Reads = list[Region]
+"""One read region per task input position (in the input's stored coordinates)."""
+Writes = list[Region]
+Rule = Callable[[Mapping[str, Any], list[Operand], list[Operand]], tuple[Reads, Writes]]
+
+
+def _arity(ins: list[Operand], outs: list[Operand], n_in: int, n_out: int) -> None:
+    if len(ins) < n_in or len(outs) < n_out:
+        raise _Reject(f"needs {n_in} inputs and {n_out} outputs")
+
+
+def _full(ins: list[Operand], used: int) -> Reads:
+    """Every element of the first ``used`` inputs, nothing of the rest."""
+    return [whole(op.stored) if i < used else EMPTY for i, op in enumerate(ins)]
+
+
+def _only_first(outs: list[Operand], region: Region) -> Writes:
+    return [region if i == 0 else EMPTY for i in range(len(outs))]
+
+
+def _nop(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    return [EMPTY] * len(ins), [EMPTY] * len(outs)
+
+
+def _elementwise(n_used: int) -> Rule:
+    def rule(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+        _arity(ins, outs, n_used, 1)
+        _storable(_broadcast(*(op.stored for op in ins[:n_used])), outs[0].stored)
+        return _full(ins, n_used), _only_first(outs, whole(outs[0].stored))
+
+    return rule
+
+
+def _mul(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    return _elementwise(2 if len(ins) > 1 else 1)(params, ins, outs)
+
+
+def _allreduce(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    return _elementwise(max(len(ins), 1))(params, ins, outs)
+
+
+def _copy(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 1, 1)
+    src, dst = ins[0].stored, outs[0].stored
+    if len(src) > len(dst) or _broadcast(src, dst) != dst:
+        raise _Reject("COPY does not broadcast")
+    return _full(ins, 1), _only_first(outs, whole(dst))
+
+
+def _softmax(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 1, 1)
+    rank = max(len(ins[0].stored), 1)
+    if not -rank <= _param(params, "dim", lambda: -1) < rank:
+        raise _Reject("SOFTMAX dim out of range")
+    return _elementwise(1)(params, ins, outs)
+
+
+def _argmax(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 1, 1)
+    shape = ins[0].stored
+    if math.prod(shape) == 0:
+        raise _Reject("SAMPLE_ARGMAX of empty logits")
+    _storable(shape[:-1], outs[0].stored)
+    return _full(ins, 1), _only_first(outs, whole(outs[0].stored))
+
+
+def _layernorm(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 2, 1)
+    x = ins[0].stored
+    hidden = _param(params, "hidden", lambda: _dim(x, -1))
+    if not x or x[-1] != hidden or ins[1].stored != (hidden,):
+        raise _Reject("LAYERNORM shapes")
+    if len(ins) > 2 and ins[2].stored != (hidden,):
+        raise _Reject("LAYERNORM bias shape")
+    _storable(x, outs[0].stored)
+    return _full(ins, min(len(ins), 3)), _only_first(outs, whole(outs[0].stored))
+
+
+def _embed(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 2, 1)
+    ids, table = ins[0].stored, ins[1].stored
+    if not table:
+        raise _Reject("EMBED table of rank 0")
+    n_ids: int = math.prod(ids)
+    if n_ids * math.prod(table[1:]) != math.prod(outs[0].stored):
+        raise _Reject("EMBED rows do not fill the output")
+    rows = whole(table)
+    if not rows.is_empty and n_ids:
+        rows = attrs.evolve(rows, exact=False, note="EMBED reads the table rows its ids select at run time")
+    reads = [whole(ids), rows if n_ids else EMPTY, *[EMPTY] * (len(ins) - 2)]
+    return reads, _only_first(outs, whole(outs[0].stored))
+
+
+def _kv_append(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 1, 1)
+    pos = _need(params, "pos")
+    cache, new = outs[0].stored, math.prod(ins[0].stored)
+    if len(cache) not in (3, 4):
+        raise _Reject("KV_APPEND cache rank")
+    row = cache[-2] * cache[-1]
+    if len(cache) == 4:
+        count = 1
+        if new != cache[0] * row:
+            raise _Reject("KV_APPEND new is not one row per sequence")
+    else:
+        if row == 0 or new % row:
+            raise _Reject("KV_APPEND new is not whole rows")
+        count = new // row
+    if pos < 0 or pos + count > cache[-3]:
+        raise _Reject("KV_APPEND rows outside the cache")
+    return _full(ins, 1), _only_first(outs, along(cache, -3, pos, pos + count))
+
+
+def _rope(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 2, 1)
+    x, n_pos = ins[0].stored, math.prod(ins[1].stored)
+    hd = _need(params, "head_dim")
+    if hd <= 0 or hd % 2 or len(x) not in (2, 3) or x[-1] != hd:
+        raise _Reject("ROPE shapes")
+    slabs = 1 if len(x) == 2 else x[0]
+    if n_pos < 1 or (len(x) == 3 and n_pos != slabs):
+        raise _Reject("ROPE positions")
+    positions = Region(tuple(flat_range(ins[1].stored, 0, slabs)))
+    return [whole(x), positions, *[EMPTY] * (len(ins) - 2)], _only_first(outs, whole(outs[0].stored))
+
+
+def _attention(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 3, 1)
+    q, kc, vc = ins[0].stored, ins[1].stored, ins[2].stored
+    hd = _need(params, "head_dim")
+    n_heads = _param(params, "n_heads", lambda: q[-2] if len(q) >= 2 else 1)
+    n_kv = _param(params, "n_kv_heads", lambda: n_heads)
+    if n_kv <= 0 or n_heads % n_kv or len(kc) not in (3, 4) or kc[-2] * n_kv == 0 or len(vc) != len(kc):
+        raise _Reject("ATTENTION_TILE heads")
+    start = _param(params, "kv_start", lambda: 0)
+    length = _param(params, "kv_len", lambda: kc[-3])
+    for cache in (kc, vc):
+        if start < 0 or start + max(length, 0) > cache[-3]:
+            raise _Reject("attention window outside the cache")
+    batched = len(kc) == 4
+    lead = (kc[0],) if batched else ()
+    if math.prod(q) != math.prod(lead) * n_heads * hd or kc[-1] != hd or vc[-1] != hd:
+        raise _Reject("ATTENTION_TILE q does not match the heads")
+    if kc[-2] not in (1, n_kv) or vc[-2] not in (1, n_kv) or (batched and kc[0] != vc[0]):
+        raise _Reject("ATTENTION_TILE kv heads")
+    partial = not batched and _param(params, "flags", lambda: 0) & AttentionFlags.PARTIAL_WRITE
+    result = (n_heads, hd + 2) if partial else (*lead, n_heads, hd)
+    _storable(result, outs[0].stored)
+    writes = _only_first(outs, whole(outs[0].stored))
+    if length <= 0:
+        return [EMPTY] * len(ins), writes
+    window = [along(kc, -3, start, start + length), along(vc, -3, start, start + length)]
+    return [whole(q), *window, *[EMPTY] * (len(ins) - 3)], writes
+
+
+def _combine(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 1, 1)
+    first = ins[0].stored
+    hd = _param(params, "head_dim", lambda: first[-1] - 2 if first else 0)
+    if hd <= 0 or math.prod(first) % (hd + 2):
+        raise _Reject("ATTENTION_COMBINE partial rows")
+    n_heads = _param(params, "n_heads", lambda: math.prod(first) // (hd + 2))
+    if any(math.prod(op.stored) != n_heads * (hd + 2) for op in ins):
+        raise _Reject("ATTENTION_COMBINE partials")
+    _storable((n_heads, hd), outs[0].stored)
+    return _full(ins, len(ins)), _only_first(outs, whole(outs[0].stored))
+
+
+def _group_cols(table: Operand, rows: tuple[int, ...], k: int, group: int) -> Region:
+    """Columns of a scales/zeros table (viewed ``[*rows, -1]``) that ``expand_groups`` reads."""
+    n_rows, numel = math.prod(rows), math.prod(table.stored)
+    if n_rows == 0 or numel % n_rows:
+        raise _Reject("scales are not whole rows")
+    width = numel // n_rows
+    if width == 0 and k > 0:
+        raise _Reject("empty scales")
+    return row_prefix(table.stored, n_rows, width, -(-k // group))
+
+
+def _dequant(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    _arity(ins, outs, 2, 1)
+    q = ins[0].stored
+    if not q:
+        raise _Reject("DEQUANT q of rank 0")
+    rows, out_n = q[:-1], math.prod(outs[0].stored)
+    n_rows = math.prod(rows)
+    if n_rows == 0 or out_n % n_rows:
+        raise _Reject("DEQUANT output is not whole rows of q")
+    k = out_n // n_rows
+    group = _param(params, "group", lambda: k)
+    if group <= 0:
+        raise _Reject("group must be positive")
+    qdtype = _param(params, "qdtype", lambda: 0)
+    packed = ins[0].uint8 and q[-1] == (k + 1) // 2
+    if qdtype == DType.I4 and packed:
+        q_read = whole(q)
+    else:
+        if q[-1] < k:
+            raise _Reject("q holds fewer than K columns")
+        q_read = along(q, -1, 0, k)
+    reads = [q_read, _group_cols(ins[1], rows, k, group)]
+    if len(ins) > 2:
+        reads.append(_group_cols(ins[2], rows, k, group))
+    reads += [EMPTY] * (len(ins) - len(reads))
+    return reads, _only_first(outs, whole(outs[0].stored))
+
+
+def _tile_rows(op: Operand, n_off: int, n_tile: int, what: str) -> Region:
+    """Rows ``[n_off, n_off+n_tile)`` of a 2-D weight-like operand, all columns."""
+    if len(op.stored) != 2 or n_off < 0 or n_off + n_tile > op.stored[0] or n_tile < 0:
+        raise _Reject(f"tile rows outside {what}")
+    return along(op.stored, 0, n_off, n_off + n_tile)
+
+
+def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    """GEMV_TILE and GEMM_TILE: ``x @ W[n_off:n_off+N_tile].T`` for every row of x (spec §7)."""
+    _arity(ins, outs, 2, 1)
+    x, out = ins[0].stored, outs[0].stored
+    n_off = _param(params, "n_off", lambda: 0)
+    k_x = _dim(x, -1)
+    if _param(params, "qdtype", lambda: 0) in (DType.I8, DType.I4) and len(ins) >= 3:
+        n_tile = _param(params, "N_tile", lambda: _dim(ins[2].stored, 0))
+        k = _param(params, "K", lambda: k_x)
+        group = _param(params, "group", lambda: k)
+        if group <= 0 or k != k_x:
+            raise _Reject("quantized tile K")
+        qw = ins[1].stored
+        if len(qw) != 2 or any(len(op.stored) != 2 for op in ins[2:4]):
+            raise _Reject("quantized operands are not 2-D")
+        q_cols = -(-k // 2) if _param(params, "qdtype", lambda: 0) == DType.I4 else k
+        if (qw[-1] * 2 if _param(params, "qdtype", lambda: 0) == DType.I4 else qw[-1]) < k:
+            raise _Reject("quantized W holds fewer than K columns")
+        tables = [_tile_rows(op, n_off, n_tile, "scales") for op in ins[2:4]]
+        groups = [_group_cols(op, (op.stored[0],), k, group) for op in ins[2:4]]
+        reads = [
+            whole(x),
+            _intersect(_tile_rows(ins[1], n_off, n_tile, "W"), along(qw, -1, 0, q_cols)),
+            *(_intersect(t, g) for t, g in zip(tables, groups, strict=True)),
+        ]
+    else:
+        n_tile = _param(params, "N_tile", lambda: _dim(ins[1].stored, 0))
+        w = _tile_rows(ins[1], n_off, n_tile, "W")
+        if ins[1].stored[1] != k_x:
+            raise _Reject("x does not match W")
+        reads = [whole(x), w]
+        if len(ins) > 2:
+            bias = ins[2].stored
+            if len(bias) != 1 or n_off + n_tile > bias[0]:
+                raise _Reject("bias shape")
+            reads.append(along(bias, 0, n_off, n_off + n_tile))
+    if n_off < 0 or n_off + n_tile > _dim(out, -1):
+        raise _Reject("tile columns outside the output")
+    _storable((*x[:-1], n_tile), (*out[:-1], n_tile))
+    reads += [EMPTY] * (len(ins) - len(reads))
+    return reads, _only_first(outs, along(out, -1, n_off, n_off + n_tile))
+
+
+def _intersect(a: Region, b: Region) -> Region:
+    if a.boxes is None or b.boxes is None:
+        return a if b.boxes is None else b
+    boxes = tuple(
+        tuple((max(x0, y0), min(x1, y1)) for (x0, x1), (y0, y1) in zip(p, q, strict=True))
+        for p in a.boxes
+        for q in b.boxes
+        if boxes_meet(p, q)
+    )
+    return Region(boxes, a.exact and b.exact, a.note or b.note)
+
+
+_RULES: dict[InstructionKind, Rule] = {
+    InstructionKind.NOP: _nop,
+    InstructionKind.COPY: _copy,
+    InstructionKind.EMBED: _embed,
+    InstructionKind.KV_APPEND: _kv_append,
+    InstructionKind.RMSNORM: _elementwise(2),
+    InstructionKind.LAYERNORM: _layernorm,
+    InstructionKind.GEMV_TILE: _linear,
+    InstructionKind.GEMM_TILE: _linear,
+    InstructionKind.ATTENTION_TILE: _attention,
+    InstructionKind.ATTENTION_COMBINE: _combine,
+    InstructionKind.ROPE: _rope,
+    InstructionKind.SILU_MUL: _elementwise(2),
+    InstructionKind.GELU: _elementwise(1),
+    InstructionKind.ADD: _elementwise(2),
+    InstructionKind.MUL: _mul,
+    InstructionKind.SOFTMAX: _softmax,
+    InstructionKind.ALLREDUCE_SHARD: _allreduce,
+    InstructionKind.SAMPLE_ARGMAX: _argmax,
+    InstructionKind.DEQUANT: _dequant,
+}
+
+
+# -- FUSED -----------------------------------------------------------------------------------
+
+Taint = dict[int, Region]
+"""Task input position → the region of it that flowed into a value."""
+
+
+def _merge(a: Taint, b: Taint) -> Taint:
+    out = dict(a)
+    for k, region in b.items():
+        out[k] = union([out[k], region]) if k in out else region
+    return out
+
+
+def _opcode(value: Any) -> InstructionKind:
+    try:
+        if isinstance(value, str) and not value.lstrip("-").isdigit():
+            return InstructionKind[value]
+        return InstructionKind(int(value))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise _Reject(f"{value!r} is not an opcode") from exc
+
+
+def _step_ref(ref: Any, n_inputs: int, scratch: Mapping[int, Operand]) -> tuple[str, int]:
+    if isinstance(ref, Mapping) and len(ref) == 1:
+        ((key, idx),) = ref.items()
+        if key == "in" and type(idx) is int and 0 <= idx < n_inputs:
+            return key, idx
+        if key == "s" and type(idx) is int and idx in scratch:
+            return key, idx
+    raise _Reject(f"bad recipe arg {ref!r}")
+
+
+def _step_out(value: Any) -> int:
+    if value == "final" or (type(value) is int and value >= -1):
+        return -1 if value == "final" else value
+    raise _Reject(f"bad recipe out {value!r}")
+
+
+_SCRATCH_DTYPES = frozenset({"float32", "float16", "bfloat16", "float64", "int8", "int32"})
+
+
+def _new_scratch(step: Mapping[str, Any], args: list[Operand]) -> Operand:
+    shape = step.get("out_shape")
+    if shape is None:
+        if not args:
+            raise _Reject("a scratch without out_shape needs an argument")
+        return Operand.scratch(args[0].stored, args[0].uint8 and "out_dtype" not in step)
+    if not isinstance(shape, (list, tuple)):
+        raise _Reject("bad out_shape")
+    dims = tuple(_int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise _Reject("bad out_shape")
+    uint8 = "out_dtype" not in step and bool(args) and args[0].uint8
+    return Operand.scratch(dims, uint8)
+
+
+def _fused(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
+    """FUSED: each step's footprint, with task inputs traced through scratch (spec §7)."""
+    _arity(ins, outs, 1, 1)
+    recipe = params.get("recipe") if "recipe" in params else None
+    steps = recipe.get("steps") if isinstance(recipe, Mapping) else None
+    if not isinstance(steps, list) or not steps:
+        raise _Reject("FUSED needs a recipe with steps")
+    scratch: dict[int, Operand] = {}
+    taint: dict[int, Taint] = {}
+    finals: list[tuple[Region, Taint]] = []
+    exact = True
+    for step in steps:
+        if not isinstance(step, Mapping) or not isinstance(step.get("params", {}), Mapping):
+            raise _Reject("a recipe step must be an object with object params")
+        op = _opcode(step.get("op"))
+        if op is InstructionKind.FUSED:
+            raise _Reject("nested FUSED")
+        if step.get("out_dtype", "float32") not in _SCRATCH_DTYPES:
+            raise _Reject("bad out_dtype")
+        raw_args = step.get("args", [])
+        if not isinstance(raw_args, list):
+            raise _Reject("args must be a list")
+        refs = [_step_ref(r, len(ins), scratch) for r in raw_args]
+        args = [ins[i] if key == "in" else scratch[i] for key, i in refs]
+        out = _step_out(step.get("out", "final"))
+        target = outs[0] if out == -1 else scratch.get(out) or _new_scratch(step, args)
+        reads, writes = _RULES[op](step.get("params", {}), args, [target])
+        if all(w.is_empty for w in writes):
+            reads = [EMPTY] * len(reads)
+        flow: Taint = {}
+        for (key, i), region, arg in zip(refs, reads, args, strict=True):
+            if region.is_empty:
+                continue
+            if key == "in":
+                flow = _merge(flow, {i: region})
+            else:
+                exact = exact and region == whole(arg.stored)
+                flow = _merge(flow, taint.get(i, {}))
+        if out == -1:
+            finals.append((writes[0], flow))
+        else:
+            overwritten = writes[0] == whole(target.stored)
+            taint[out] = flow if overwritten else _merge(taint.get(out, {}), flow)
+            scratch[out] = target
+    if not finals:
+        raise _Reject("no step writes 'final'")
+    live: Taint = {}
+    later: list[Region] = []
+    for written, flow in reversed(finals):
+        if written.boxes is None or uncovered(written, later, outs[0].stored):
+            live = _merge(live, flow)
+        later.append(written)
+    note = "" if exact else "a FUSED step reads part of a scratch: its inputs are traced whole"
+    read_list = [
+        attrs.evolve(live[i], exact=exact and live[i].exact, note=note) if i in live else EMPTY
+        for i in range(len(ins))
+    ]
+    return read_list, _only_first(outs, union([w for w, _ in finals]))
+
+
+_RULES[InstructionKind.FUSED] = _fused
+
+
+# -- the footprint of a task -----------------------------------------------------------------
+
+
+@attrs.frozen
+class Footprint:
+    """Per buffer id, the region a task reads and the region it writes (spec §3.2).
+
+    A buffer named twice among the inputs (or outputs) gets the union. ``exact`` is False
+    when some region over-approximates (``note`` says why).
+    """
+
+    reads: Mapping[int, Region]
+    writes: Mapping[int, Region]
+    exact: bool = True
+    note: str = ""
+
+    def read(self, buffer: int) -> Region:
+        return self.reads.get(buffer, EMPTY)
+
+    def write(self, buffer: int) -> Region:
+        return self.writes.get(buffer, EMPTY)
+
+
+def op_footprint(
+    op: InstructionKind, params: Mapping[str, Any], ins: Sequence[Operand], outs: Sequence[Operand]
+) -> tuple[list[Region], list[Region]]:
+    """Read region per input position and write region per output position, in **stored**
+    coordinates; on parameters or shapes the semantics reject, every operand whole (inexact)."""
+    try:
+        reads, writes = _RULES[op](params, list(ins), list(outs))
+    except (_Reject, ArithmeticError, IndexError) as exc:
+        why = str(exc) or type(exc).__name__
+        note = f"{op.name}: the semantics reject this task ({why})"
+        return (
+            [attrs.evolve(whole(o.stored), exact=False, note=note) for o in ins],
+            [attrs.evolve(whole(o.stored), exact=False, note=note) for o in outs],
+        )
+    if all(w.is_empty for w in writes):
+        reads = [EMPTY] * len(reads)
+    return reads, writes
+
+
+def _logical(region: Region, operand: Operand) -> Region:
+    """Stored coordinates → logical ones (packed I4: byte ``j`` holds columns ``2j, 2j+1``)."""
+    if region.boxes is None or operand.stored == operand.logical:
+        return region
+    k = operand.logical[-1]
+    boxes = tuple((*b[:-1], (2 * b[-1][0], min(2 * b[-1][1], k))) for b in region.boxes)
+    return attrs.evolve(region, boxes=boxes)
+
+
+class Memo:
+    """Caches for footprints of many tasks over one buffer table: operands per buffer id and
+    op-level results per (opcode, params, operands). Params holding unhashable values
+    (FUSED recipes) are not cached."""
+
+    def __init__(self) -> None:
+        self.operands: dict[int, Operand | None] = {}
+        self.tuples: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[Operand | None, ...], bool]] = {}
+        self.ops: dict[InstructionKind, dict[Any, tuple[list[Region], list[Region]]]] = {}
+
+
+def _operand(bid: int, buffers: Mapping[int, Buffer], memo: Memo) -> Operand | None:
+    if bid not in memo.operands:
+        memo.operands[bid] = Operand.of_buffer(buffers[bid])
+    return memo.operands[bid]
+
+
+TaskRegions = tuple[tuple[int, ...], list[Region], tuple[int, ...], list[Region]]
+"""``(input ids, read region per input, output ids, write region per output)`` of one task."""
+
+
+def task_regions(task: Any, buffers: Mapping[int, Buffer], memo: Memo) -> TaskRegions:
+    """Per operand position, the regions of :func:`task_footprint` (the validator's fast path)."""
+    op, params = getattr(task, "op", None), getattr(task, "params", None)
+    ids_in, ins, ok_in = _operands(getattr(task, "inputs", None), buffers, memo)
+    ids_out, outs, ok_out = _operands(getattr(task, "outputs", None), buffers, memo)
+    if not (ok_in and ok_out and isinstance(op, InstructionKind) and isinstance(params, Mapping)):
+        return ids_in, [MALFORMED] * len(ids_in), ids_out, [MALFORMED] * len(ids_out)
+    table = memo.ops.get(op)
+    if table is None:
+        table = memo.ops[op] = {}
+    try:
+        key: Any = (tuple(params.items()), ins, outs)
+        cached = table.get(key)
+    except TypeError:
+        key, cached = None, None
+    if cached is None:
+        reads, writes = op_footprint(op, params, ins, outs)  # type: ignore[arg-type]  # ok_* holds
+        cached = (
+            [_logical(r, o) for r, o in zip(reads, ins, strict=True)],  # type: ignore[arg-type]
+            [_logical(w, o) for w, o in zip(writes, outs, strict=True)],  # type: ignore[arg-type]
+        )
+        if key is not None:
+            table[key] = cached
+    return ids_in, cached[0], ids_out, cached[1]
+
+
+def _operands(
+    value: Any, buffers: Mapping[int, Buffer], memo: Memo
+) -> tuple[tuple[int, ...], tuple[Operand | None, ...], bool]:
+    """Known ids of an operand list, their operands, and whether every entry was a usable buffer."""
+    try:
+        raw = tuple(value) if isinstance(value, (list, tuple)) else ()
+        found = memo.tuples.get(raw)
+    except TypeError:
+        raw, found = (), None
+        value = None
+    if found is None:
+        ids = tuple([v for v in raw if type(v) is int and v in buffers])
+        known = memo.operands
+        ops = tuple([known[b] if b in known else _operand(b, buffers, memo) for b in ids])
+        ok = isinstance(value, (list, tuple)) and len(ids) == len(raw) and None not in ops
+        found = (ids, ops, ok)
+        if value is not None:
+            memo.tuples[raw] = found
+    return found
+
+
+MALFORMED = Region(None, exact=False, note="the task's opcode, params or operands are malformed")
+
+
+def task_footprint(task: Any, buffers: Mapping[int, Buffer], memo: Memo | None = None) -> Footprint:
+    """The footprint of ``task`` over ``buffers`` (id → Buffer); never raises.
+
+    Buffer ids that are not ints or not in ``buffers`` are left out; a task whose opcode,
+    params or operands cannot be judged reads and writes every element of the buffers it
+    names (inexact). Pass one :class:`Memo` for many tasks of one program.
+    """
+    ids_in, reads, ids_out, writes = task_regions(task, buffers, memo if memo is not None else Memo())
+    exact = all(r.exact for r in reads) and all(w.exact for w in writes)
+    note = "" if exact else "; ".join(sorted({r.note for r in (*reads, *writes) if r.note}))
+    return Footprint(_by_buffer(ids_in, reads), _by_buffer(ids_out, writes), exact, note)
+
+
+def region_of(ids: tuple[int, ...], regions: list[Region], buffer: int) -> Region:
+    """The region of ``buffer`` among one task's operands (union when named twice; EMPTY if absent)."""
+    if len(ids) == 1:
+        return regions[0] if ids[0] == buffer else EMPTY
+    found = [r for b, r in zip(ids, regions, strict=True) if b == buffer]
+    if not found:
+        return EMPTY
+    return found[0] if len(found) == 1 else union(found)
+
+
+def _by_buffer(ids: tuple[int, ...], regions: list[Region]) -> dict[int, Region]:
+    if len(ids) == len(set(ids)):
+        return dict(zip(ids, regions, strict=True))
+    table: dict[int, list[Region]] = {}
+    for bid, region in zip(ids, regions, strict=True):
+        table.setdefault(bid, []).append(region)
+    return {bid: rs[0] if len(rs) == 1 else union(rs) for bid, rs in table.items()}
