@@ -50,12 +50,14 @@ from amkspec.ir import (
     OP_REGISTRY,
     PARAM_FIELDS,
     BufferKind,
+    DType,
     InstructionKind,
     MegakernelProgram,
     MemSpace,
     dumps,
 )
 from amkspec.ir.gcpause import gc_paused
+from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
 
 FORMAT = "amkspec-certificate"
@@ -237,12 +239,15 @@ class _Program:
         self.kinds: dict[int, BufferKind] = {}
         self.spaces: dict[int, MemSpace] = {}
         shapes: dict[int, tuple[int, ...]] = {}
+        cap, what = _memory_cap(prog)
         for b in self._records(prog.buffers, "buffer"):
             if not isinstance(b.kind, BufferKind) or not isinstance(b.space, MemSpace):
                 raise CertificateRefused(f"buffer {b.id}: kind or space is not an enum member")
             shape = tuple(b.shape) if isinstance(b.shape, tuple | list) else None
             if shape is None or len(shape) > _MAX_RANK or not all(_int(d) and d >= 0 for d in shape):
                 raise CertificateRefused(f"buffer {b.id}: shape is not at most {_MAX_RANK} non-negative ints")
+            if not isinstance(b.dtype, DType) or b.dtype.nbytes(_numel(shape)) > cap:
+                raise CertificateRefused(f"buffer {b.id}: larger than {what} ({cap} bytes) (spec §5.1)")
             self.kinds[b.id], self.spaces[b.id], shapes[b.id] = b.kind, b.space, shape
         self.regions = _Regions(shapes)
         counters = self._records(prog.counters, "counter")
@@ -329,6 +334,14 @@ def _fits(kind: str | None, value: Any) -> bool:
     if kind == "f":
         return type(value) in (int, float) and math.isfinite(value) and abs(value) <= _FLOAT32_MAX
     return True  # a key the ABI does not carry is not marshalled at all
+
+
+def _memory_cap(prog: MegakernelProgram) -> tuple[int, str]:
+    """The most bytes one buffer may take: the target's memory, else the stated cap (spec §5.1)."""
+    hbm = getattr(prog.target, "hbm_bytes", None)
+    if isinstance(hbm, int) and _int(hbm) and hbm > 0:
+        return hbm, "the target's hbm_bytes"
+    return MAX_BUFFER_BYTES_NO_TARGET.default, "max_buffer_bytes_no_target"
 
 
 def _check_launch(prog: MegakernelProgram) -> None:

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from amkspec.ir import BufferKind, FormatError, InstructionKind, MegakernelProgram, from_dict, load
+from amkspec.conformance.cases import default_cases_dir, discover, program_text
+from amkspec.ir import BufferKind, FormatError, InstructionKind, MegakernelProgram, load, loads
 from amkspec.proofs import Severity, validate
 from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
 from amkspec.proofs.certificate import CertificateError, certify, program_hash
 from amkspec.proofs.diagnostics import CODES
 from amkspec.smt.examples import EXAMPLES, layered
 from amkspec.strategies import arbitrary_programs, valid_programs
-from conformance.runner import case_files, load_case
 from tests.conftest import FIXTURES
 from tests.proofs.forge import forge, rebind
 
@@ -63,18 +63,23 @@ def test_fixture_certificates(path: Path) -> None:
 # -- rejected programs: refused, with a nearby valid program's certificate or a forgery -----------
 
 
+VALIDATE_CASES = {c.path: c for c in discover(default_cases_dir()) if c.kind == "validate"}
+"""The conformance kit's validate cases (spec §9), by file."""
+
+
 def _cases() -> list[tuple[Path, Path | None]]:
     rejected = []
-    for path in case_files():
-        if load_case(path)["expect"]["verdict"] == "rejected":
+    for path, case in VALIDATE_CASES.items():
+        if case.body["expect"]["verdict"] == "rejected":
             ok = path.with_name(path.stem + "_ok.json")
-            rejected.append((path, ok if ok.exists() else None))
+            rejected.append((path, ok if ok in VALIDATE_CASES else None))
     return rejected
 
 
 def _program(path: Path) -> MegakernelProgram | None:
+    case = VALIDATE_CASES[path]
     try:
-        return from_dict(load_case(path)["program"])
+        return loads(program_text(case.body, case.base))
     except FormatError:
         return None
 
