@@ -34,6 +34,7 @@ from amkspec.ir import (
     MemSpace,
     Task,
 )
+from amkspec.ir.opcodes import opcode_of
 from amkspec.semantics import storage_shape, torch_dtype
 from amkspec.semantics.fused import check_recipe
 from amkspec.semantics.registry import OpError
@@ -107,12 +108,6 @@ def marshal_params(op: InstructionKind, params: Mapping[str, Any]) -> tuple[tupl
         row.append(int(value) if PARAM_FIELDS[name] == "i" else float(value))
         mask |= (name in given) << i
     return tuple(row), mask
-
-
-def _opcode(value: Any) -> InstructionKind:
-    if isinstance(value, str) and not value.lstrip("-").isdigit():
-        return InstructionKind[value]
-    return InstructionKind(int(value))
 
 
 def refuse_rejected(program: MegakernelProgram, validation: Any = None) -> Any:
@@ -240,7 +235,7 @@ class Packer:
                     target = scratch[out]
                 else:
                     target = scratch[out] = self._new_scratch(step, args)
-                op = _opcode(step["op"])
+                op = opcode_of(step["op"])
                 step_row = self._row(task, op, args, [target], step.get("params", {}))
                 step_row["sm"] = row["sm"]
                 out_rows.append(step_row)

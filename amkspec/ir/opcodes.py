@@ -87,3 +87,14 @@ PARAM_DEFAULTS: dict[InstructionKind, dict[str, float]] = {
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
+
+
+def opcode_of(value: object) -> InstructionKind:
+    """The opcode a FUSED recipe step names, by name (``"GEMV_TILE"``) or by code (``5``, ``"5"``)
+    (spec §7); :class:`ValueError` when it names none."""
+    try:
+        if isinstance(value, str) and not value.lstrip("-").isdigit():
+            return InstructionKind[value]
+        return InstructionKind(int(value))  # type: ignore[call-overload]
+    except (KeyError, ValueError, TypeError, OverflowError):
+        raise ValueError(f"{value!r} is not an opcode") from None

@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind
+from amkspec.ir.opcodes import opcode_of
 
 Interval = tuple[int, int]
 """A half-open range ``[start, stop)`` of indices along one dimension."""
@@ -628,11 +629,9 @@ def _merge(a: Taint, b: Taint) -> Taint:
 
 def _opcode(value: Any) -> InstructionKind:
     try:
-        if isinstance(value, str) and not value.lstrip("-").isdigit():
-            return InstructionKind[value]
-        return InstructionKind(int(value))
-    except (KeyError, ValueError, TypeError) as exc:
-        raise _Reject(f"{value!r} is not an opcode") from exc
+        return opcode_of(value)
+    except ValueError as exc:
+        raise _Reject(str(exc)) from exc
 
 
 def _step_ref(ref: Any, n_inputs: int, scratch: Mapping[int, Operand]) -> tuple[str, int]:

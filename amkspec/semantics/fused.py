@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from amkspec.ir import InstructionKind
+from amkspec.ir.opcodes import opcode_of
 from amkspec.semantics.registry import SEMANTICS, OpError, Params, Tensor, arity, need, semantics
 
 _K = InstructionKind
@@ -28,11 +29,9 @@ SCRATCH_DTYPES: dict[str, torch.dtype] = {
 
 def _opcode(value: Any) -> InstructionKind:
     try:
-        if isinstance(value, str) and not value.lstrip("-").isdigit():
-            return InstructionKind[value]
-        return InstructionKind(int(value))
-    except (KeyError, ValueError, TypeError) as exc:
-        raise OpError(f"FUSED: {value!r} is not an opcode") from exc
+        return opcode_of(value)
+    except ValueError as exc:
+        raise OpError(f"FUSED: {exc}") from exc
 
 
 def _ref(ref: Any, n_inputs: int, scratch: set[int], where: str) -> tuple[str, int]:

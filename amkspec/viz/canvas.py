@@ -86,3 +86,14 @@ def save(fig: Figure, path: str | Path, fmt: str | None = None) -> None:
         write_atomic(path, svg_text(fig))
     else:
         write_atomic(path, png_bytes(fig))
+
+
+def heading(fig: Figure, lines: list[str], top_in: float, total_in: float, gid: str, *,
+            note: bool = False) -> None:
+    """A block of text at the figure's left edge, ``top_in`` inches below its top: the bold
+    title, or (``note``) the italic line that says what a picture leaves out."""
+    from amkspec.viz.palette import INK, MUTED
+
+    fig.text(0.0, 1 - top_in / total_in, "\n".join(lines), va="top", ha="left",
+             fontsize=7.5 if note else 10, style="italic" if note else "normal",
+             weight="normal" if note else "bold", color=MUTED if note else INK, gid=gid)

@@ -114,29 +114,9 @@ class _Graph:
         total = head + height + foot
         fig = canvas.new_figure(max(width, 5.0), total)
         if title:
-            fig.text(
-                0.0,
-                1 - 0.05 / total,
-                "\n".join(title),
-                va="top",
-                ha="left",
-                fontsize=10,
-                weight="bold",
-                color=INK,
-                gid=self.gid("title"),
-            )
+            canvas.heading(fig, title, 0.05, total, self.gid("title"))
         if note:
-            fig.text(
-                0.0,
-                1 - (0.1 + 0.2 * len(title)) / total,
-                "\n".join(note),
-                va="top",
-                ha="left",
-                fontsize=7.5,
-                style="italic",
-                color=MUTED,
-                gid=self.gid("subset"),
-            )
+            canvas.heading(fig, note, 0.1 + 0.2 * len(title), total, self.gid("subset"), note=True)
         ax = fig.add_axes((0.0, foot / total, width / max(width, 5.0), height / total))
         room = (self.rows + 0.5) * self.row_step + 0.2 + self._arc_room()
         if self.down:

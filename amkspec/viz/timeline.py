@@ -131,29 +131,10 @@ class _Timeline:
         total = head_in + main_in + (counters_in + 0.15 if counters_in else 0) + foot_in
         fig = canvas.new_figure(self.width_in(), total)
         top = 1 - head_in / total
-        fig.text(
-            0.0,
-            1 - 0.1 / total,
-            "\n".join(title_lines),
-            va="top",
-            ha="left",
-            fontsize=10,
-            weight="bold",
-            color=INK,
-            gid=self.gid("title"),
-        )
+        canvas.heading(fig, title_lines, 0.1, total, self.gid("title"))
         if note_lines:
-            fig.text(
-                0.0,
-                1 - (0.15 + 0.2 * len(title_lines)) / total,
-                "\n".join(note_lines),
-                va="top",
-                ha="left",
-                fontsize=7.5,
-                style="italic",
-                color=MUTED,
-                gid=self.gid("neighbourhood"),
-            )
+            canvas.heading(fig, note_lines, 0.15 + 0.2 * len(title_lines), total, self.gid("neighbourhood"),
+                           note=True)
         span = self.axes_in() / self.width_in()
         ax = fig.add_axes((0.0, top - main_in / total, span, main_in / total))
         self._lanes(ax)
