@@ -15,6 +15,8 @@ from pathlib import Path
 import click
 
 from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, fail, main
+from amkspec.cli.files import write_output
+from amkspec.cli.params import TIMEOUT
 
 DEFAULT_IMPL = f"{shlex.quote(sys.executable)} -m amkspec.conformance.adapter --vm reference"
 
@@ -40,7 +42,7 @@ DEFAULT_IMPL = f"{shlex.quote(sys.executable)} -m amkspec.conformance.adapter --
 @click.option(
     "--timeout",
     "timeout_s",
-    type=float,
+    type=TIMEOUT,
     default=60.0,
     show_default=True,
     help="Seconds an implementation may take to answer one request.",
@@ -66,8 +68,8 @@ def conformance_command(
     except CaseError as exc:
         fail(str(exc))
     if report_path:
-        Path(report_path).write_text(report.dumps(run), encoding="utf-8")
+        write_output(report_path, report.dumps(run))
     if junit_path:
-        Path(junit_path).write_text(report.to_junit(run), encoding="utf-8")
+        write_output(junit_path, report.to_junit(run))
     click.echo(report.summary(run), nl=False)
     sys.exit(EXIT_OK if run.passed else EXIT_REJECTED)

@@ -8,24 +8,20 @@ caps filled in.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, main
+from amkspec.cli.base import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, main
+from amkspec.cli.files import read_json_file
+from amkspec.cli.run_cmd import MODEL_NAMES, VM_CHOICE
 from amkspec.ir import TARGETS
 
-MODEL_NAMES = click.Choice(["medium", "small", "toy", "toy-1L", "toy-2L"])
 RUNNABLE_MODELS = click.Choice(["medium", "toy", "toy-1L", "toy-2L"])
 """Models whose weights are made to run them (``small`` is a lowering-only preset)."""
 TARGET_NAMES = click.Choice(sorted(TARGETS))
-VM_NAMES = click.Choice(["reference", "cpu-kernel", "cuda"])
-MAX_CONFIG_BYTES = 1 << 20
-"""A config file larger than this is refused (a ScheduleConfig is a few hundred bytes)."""
-EXIT_INTERRUPTED = 130
 
 
 def load_lowering(spec: str | None) -> Any:
@@ -53,17 +49,7 @@ def lowering_option(func: Any) -> Any:
 def read_config_document(path: str) -> dict[str, Any]:
     """The JSON object of a config file (its knobs are judged by the knob checks); exit 2 if the
     file cannot be read, is not JSON or holds no object."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        fail(f"{path}: {exc.strerror or exc}")
-    if len(raw) > MAX_CONFIG_BYTES:
-        fail(f"{path}: a config file is at most {MAX_CONFIG_BYTES} bytes")
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        fail(f"{path}: not a JSON document: {type(exc).__name__}")
+    doc = read_json_file(path, "a JSON config")
     if not isinstance(doc, dict):
         fail(f"{path}: expected a ScheduleConfig object, got a JSON {type(doc).__name__}")
     return doc
@@ -74,7 +60,7 @@ def read_config_document(path: str) -> dict[str, Any]:
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON "
               "(default: the default config).")
-@click.option("--vm", type=VM_NAMES, default="reference", show_default=True, help="Where the step runs.")
+@click.option("--vm", type=VM_CHOICE, default="reference", show_default=True, help="Where the step runs.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(0.001, 3600), default=10.0, show_default=True,
               help="Watchdog of the megakernel VMs, in seconds.")
 @click.option("--witness-dir", type=click.Path(file_okay=False),
@@ -156,7 +142,7 @@ class _Progress:
               help="Share of explore trials that probe the edge of a knob's feasible range.")
 @click.option("--beam", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Exploit parents: the K best correct configs (1: the incumbent).")
-@click.option("--vm", type=VM_NAMES, default="reference", show_default=True)
+@click.option("--vm", type=VM_CHOICE, default="reference", show_default=True)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(0.001, 3600), default=10.0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run directory (default: search-MODEL-TARGET).")

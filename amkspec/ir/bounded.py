@@ -201,6 +201,8 @@ def _find_duplicate(text: str, nonfinite: bool) -> FormatError:
         return FormatError("(root)", f"not JSON: {exc}")
     except ValueError as exc:
         return FormatError("(root)", f"not JSON: {str(exc).split(';')[0]}")
+    except RecursionError:
+        return FormatError("(root)", f"not JSON: nested deeper than {MAX_JSON_DEPTH.default} levels")
     for path, value in _walk(doc, []):
         if isinstance(value, _PairList):
             seen: set[str] = set()

@@ -34,6 +34,7 @@ import attrs
 
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind
 from amkspec.ir.opcodes import opcode_of
+from amkspec.proofs.shapes.fused import OUT_DTYPES
 
 Interval = tuple[int, int]
 """A half-open range ``[start, stop)`` of indices along one dimension."""
@@ -650,9 +651,6 @@ def _step_out(value: Any) -> int:
     raise _Reject(f"bad recipe out {value!r}")
 
 
-_SCRATCH_DTYPES = frozenset({"float32", "float16", "bfloat16", "float64", "int8", "int32"})
-
-
 def _new_scratch(step: Mapping[str, Any], args: list[Operand]) -> Operand:
     shape = step.get("out_shape")
     if shape is None:
@@ -685,7 +683,8 @@ def _fused(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -
         op = _opcode(step.get("op"))
         if op is InstructionKind.FUSED:
             raise _Reject("nested FUSED")
-        if step.get("out_dtype", "float32") not in _SCRATCH_DTYPES:
+        out_dtype = step.get("out_dtype", "float32")
+        if not isinstance(out_dtype, str) or out_dtype not in OUT_DTYPES:
             raise _Reject("bad out_dtype")
         raw_args = step.get("args", [])
         if not isinstance(raw_args, list):

@@ -78,3 +78,9 @@ def test_an_endless_stream_is_read_only_up_to_the_cap(monkeypatch: pytest.Monkey
     monkeypatch.setenv("AMKSPEC_MAX_INPUT_BYTES", "4096")
     with pytest.raises(FormatError, match="larger than 4096 bytes"):
         read_input("/dev/zero")
+
+
+def test_a_duplicate_key_before_deep_nesting_is_a_format_error() -> None:
+    text = '{"x": {"a": 1, "a": 2}, "y": ' + "[" * 5000 + "]" * 5000 + "}"
+    with pytest.raises(FormatError):
+        parse_json(text)

@@ -17,6 +17,7 @@ from amkspec.ir import (
     ScheduleConfig,
     load,
 )
+from amkspec.proofs import validate
 from amkspec.proofs.diagnostics import CODES, Family
 from amkspec.proofs.memory import SHAPE_RULES, check_memory_safety
 from amkspec.proofs.shapes.pointwise import broadcast
@@ -341,6 +342,7 @@ def test_fused_scratch_defaults_to_the_first_arg_shape() -> None:
         ({"steps": []}, "M450"),
         ({"steps": [[]]}, "M450"),
         ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out_dtype": "float8"}]}, "M450"),
+        ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out_dtype": {}}]}, "M450"),
         ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out": True}]}, "M450"),
         ({"steps": [{**ADD_STEP, "args": [{"in": 0}, {"in": 2}], "out_shape": [-1]}]}, "M450"),
         ({"steps": [{"op": 12, "args": [], "out": 0, "params": {}}, ADD_STEP]}, "M451"),
@@ -357,6 +359,7 @@ def test_malformed_recipes(recipe: Any, code: str) -> None:
         Op.FUSED, [io("x", (1, 8)), wt("w", (8, 8)), io("r", (1, 8))], res("y", (1, 8)), {"recipe": recipe}
     )
     assert code in codes(prog)
+    assert "S199" not in validate(prog).codes  # no check (footprints included) fails internally
 
 
 # -- robustness ------------------------------------------------------------------------------------
