@@ -44,6 +44,8 @@ def judge(case: Case, session: Session) -> Verdict:
         return Verdict(FAIL, str(exc), protocol=True)
     except Mismatch as exc:
         return Verdict(FAIL, str(exc))
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a reply of the wrong shape
+        return Verdict(FAIL, f"malformed reply: {type(exc).__name__}: {exc}", protocol=True)
     return Verdict(PASS)
 
 

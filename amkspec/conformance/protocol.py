@@ -29,9 +29,6 @@ CAPABILITIES = ("load", "validate", "run")
 
 COMMANDS = ("start", "load", "validate", "run", "stop")
 
-ERROR_CLASSES = ("FormatError", "VersionError")
-"""Error classes a ``load`` refusal names (spec §6.4, §6.5)."""
-
 _DTYPES = ["F32", "F16", "BF16", "F8E4M3", "F8E5M2", "I32", "I8", "I4", "U8", "BOOL"]
 
 _TENSOR: dict[str, Any] = {

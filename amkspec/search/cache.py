@@ -48,7 +48,7 @@ class ScheduleCache:
             return None
         try:
             verdict = Verdict.from_dict(entry["verdict"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             self.stale += 1
             return None
         self.hits += 1

@@ -13,7 +13,6 @@ failures, validator rejections, VM faults and timeouts all come back as a verdic
 
 from __future__ import annotations
 
-import hashlib
 import math
 import statistics
 from collections.abc import Callable, Mapping
@@ -22,11 +21,12 @@ from typing import Any
 
 import attrs
 
-from amkspec.ir import AmkspecError, GpuTarget, MegakernelProgram, ScheduleConfig, dumps
+from amkspec.ir import AmkspecError, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.lower import knobs
 from amkspec.lower.errors import LoweringError
 from amkspec.lower.lowering import lower, resolve_model, resolve_target
 from amkspec.models.config import ModelConfig
+from amkspec.proofs.certificate import program_hash as program_sha256
 from amkspec.search.verdict import Verdict
 from amkspec.search.witnesses import Rejection, write_rejection
 from amkspec.vms import MEGAKERNEL_BACKENDS, VM_NAMES, make_vm
@@ -49,9 +49,6 @@ def default_lowering(model: ModelConfig, target: GpuTarget, config: ScheduleConf
     return lower(model, target, config, pos=pos, dtype=model.dtype)
 
 
-def program_sha256(prog: MegakernelProgram) -> str:
-    """SHA-256 of the program's canonical JSON: the identity a cached verdict is tied to."""
-    return hashlib.sha256(dumps(prog).encode()).hexdigest()
 
 
 def _finite(x: float | None, digits: int) -> float | None:

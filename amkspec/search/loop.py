@@ -195,7 +195,7 @@ class Search:
             doc = json.loads(path.read_text(encoding="utf-8"))
             trials = [Trial.from_dict(t) for t in doc["trials"]]
             saved = doc["options"]
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise SearchStateError(f"{path}: cannot resume: {describe(exc)}") from None
         if saved != self.options.identity():
             raise SearchStateError(f"{path}: saved with other options {saved}; resume with the same ones")

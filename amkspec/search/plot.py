@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
+from amkspec.ir.atomic import write_atomic
 from amkspec.search.loop import Trial
 
 
@@ -34,8 +36,10 @@ def plot_trials(trials: list[Trial], path: str | Path, title: str = "") -> None:
     ax.grid(alpha=0.3)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(str(path))
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
     plt.close(fig)
+    write_atomic(path, png.getvalue())
 
 
 def _marks(ax: Any, trials: list[Trial], floor: float) -> None:
