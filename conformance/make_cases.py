@@ -32,6 +32,7 @@ from amkspec.ir import (
     Wait,
     to_dict,
 )
+from amkspec.ir.atomic import write_atomic
 from amkspec.proofs.diagnostics import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -586,11 +587,12 @@ def _text(case: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    for rel, text in build_cases().items():
+    files = build_cases()
+    for rel, text in files.items():
         path = CASES_DIR / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    print(f"wrote {len(build_cases())} cases under {CASES_DIR}")
+        write_atomic(path, text)
+    print(f"wrote {len(files)} cases under {CASES_DIR}")
 
 
 if __name__ == "__main__":

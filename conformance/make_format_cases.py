@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from amkspec.ir import dumps
+from conformance.casefiles import write_cases
 from conformance.make_cases import base_program
 
 OUT_DIR = Path(__file__).resolve().parent / "cases" / "format"
@@ -193,19 +194,9 @@ def build_cases() -> dict[str, dict[str, Any]]:
     return {f"{slug}.json": doc for slug, doc in cases}
 
 
-def render(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
 def main() -> int:
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    docs = build_cases()
-    for stale in OUT_DIR.glob("*.json"):
-        if stale.name not in docs:
-            stale.unlink()
-    for name, doc in docs.items():
-        (OUT_DIR / name).write_text(render(doc), encoding="utf-8")
-    print(f"wrote {len(docs)} format cases to {OUT_DIR}")
+    n = write_cases(OUT_DIR, build_cases())
+    print(f"wrote {n} format cases to {OUT_DIR}")
     return 0
 
 

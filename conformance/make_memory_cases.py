@@ -11,7 +11,6 @@ a test checks that the committed files equal this script's output.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ from amkspec.ir import (
     ProgramBuilder,
     to_dict,
 )
+from conformance.casefiles import write_cases
 
 OUT_DIR = Path(__file__).resolve().parent / "cases" / "memory"
 Op = InstructionKind
@@ -341,19 +341,9 @@ def build_cases() -> dict[str, dict[str, Any]]:
     return docs
 
 
-def render(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
 def main() -> int:
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    docs = build_cases()
-    for stale in OUT_DIR.glob("M4*.json"):
-        if stale.name not in docs:
-            stale.unlink()
-    for name, doc in docs.items():
-        (OUT_DIR / name).write_text(render(doc), encoding="utf-8")
-    print(f"wrote {len(docs)} cases to {OUT_DIR}")
+    n = write_cases(OUT_DIR, build_cases(), "M4*.json")
+    print(f"wrote {n} cases to {OUT_DIR}")
     return 0
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from amkspec.conformance.tensors import encode
 from amkspec.ir import BufferKind, MegakernelProgram, from_dict
+from conformance.casefiles import write_cases
 from conformance.make_cases import CASES_DIR
 from conformance.make_run_cases import sample
 
@@ -68,19 +69,9 @@ def build_cases() -> dict[str, dict[str, Any]]:
     return docs
 
 
-def render(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
 def main() -> int:
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    docs = build_cases()
-    for stale in OUT_DIR.glob("*.json"):
-        if stale.name not in docs:
-            stale.unlink()
-    for name, doc in docs.items():
-        (OUT_DIR / name).write_text(render(doc), encoding="utf-8")
-    print(f"wrote {len(docs)} refuse cases to {OUT_DIR}")
+    n = write_cases(OUT_DIR, build_cases())
+    print(f"wrote {n} refuse cases to {OUT_DIR}")
     return 0
 
 

@@ -3,24 +3,21 @@ harness protocol, generated from the code. ``python3 -m conformance.schemas`` re
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from amkspec.conformance.protocol import SCHEMA
+from amkspec.ir.atomic import write_atomic
 from amkspec.ir.schema import program_schema
+from conformance.casefiles import render
 
 KIT = Path(__file__).resolve().parent
 SCHEMAS: dict[str, Any] = {"protocol.schema.json": SCHEMA, "program.schema.json": program_schema()}
 
 
-def render(schema: Any) -> str:
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
-
 def main() -> None:
     for name, schema in SCHEMAS.items():
-        (KIT / name).write_text(render(schema), encoding="utf-8")
+        write_atomic(KIT / name, render(schema))
 
 
 if __name__ == "__main__":

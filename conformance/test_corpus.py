@@ -12,6 +12,7 @@ from amkspec.conformance.rules import RULES, untraced_musts
 from amkspec.ir import InstructionKind
 from amkspec.proofs.diagnostics import CODES
 from conformance import make_cases, make_format_cases, make_memory_cases, make_refuse_cases, schemas
+from conformance.casefiles import render
 
 CASES_DIR = default_cases_dir()
 CASES = discover(CASES_DIR)
@@ -68,13 +69,13 @@ def test_committed_validate_cases_match_the_generators() -> None:
     }
     assert sorted(on_disk) == sorted(generated)
     assert [k for k in generated if on_disk[k] != generated[k]] == []
-    memory = {n: make_memory_cases.render(d) for n, d in make_memory_cases.build_cases().items()}
+    memory = {n: render(d) for n, d in make_memory_cases.build_cases().items()}
     assert {p.name: p.read_text() for p in make_memory_cases.OUT_DIR.glob("*.json")} == memory
 
 
 def test_committed_format_and_refuse_cases_match_the_generators() -> None:
     for module in (make_format_cases, make_refuse_cases):
-        generated = {n: module.render(d) for n, d in module.build_cases().items()}
+        generated = {n: render(d) for n, d in module.build_cases().items()}
         assert {p.name: p.read_text() for p in module.OUT_DIR.glob("*.json")} == generated
 
 
