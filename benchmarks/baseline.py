@@ -12,9 +12,7 @@ Every benchmark takes ``--baseline PATH`` (default: that folder, when present) a
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -81,17 +79,6 @@ def open_baseline(path: Path | None) -> tuple[Baseline | None, str]:
         return Baseline(path), f"original: {path}"
     except Unavailable as exc:
         return None, f"original: not available ({exc})"
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    """Median process-CPU seconds of ``repeat`` calls (single-threaded work: equals wall time on an
-    idle machine, and is robust on a busy one)."""
-    times = []
-    for _ in range(max(1, repeat)):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
 
 
 def ratio(ours: float, theirs: float | None) -> str:

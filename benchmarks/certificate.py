@@ -15,14 +15,14 @@ one more run (Python allocations, which dominate).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import median_wall
 
 from amkspec.ir import TARGETS, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
 from amkspec.proofs.cert_check import check_certificate
@@ -47,15 +47,6 @@ def chain_program(n_tasks: int) -> MegakernelProgram:
     return b.build(meta={"model": "benchmarks.certificate"}, target=TARGETS["h100"])
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def peak_mib(fn: Callable[[], object]) -> float:
     tracemalloc.start()
     try:
@@ -76,9 +67,9 @@ def main() -> None:
         for name, make in shapes.items():
             prog = make(size)
             cert = certify(prog)
-            t_make = median_time(lambda prog=prog: certify(prog), args.repeat)
+            t_make = median_wall(lambda prog=prog: certify(prog), args.repeat)
             m_make = peak_mib(lambda prog=prog: certify(prog))
-            t_check = median_time(lambda prog=prog, cert=cert: check_certificate(prog, cert), args.repeat)
+            t_check = median_wall(lambda prog=prog, cert=cert: check_certificate(prog, cert), args.repeat)
             m_check = peak_mib(lambda prog=prog, cert=cert: check_certificate(prog, cert))
             print(
                 f"{name:>8} {len(prog.tasks):>7} {len(cert['paths']):>7}  {t_make:9.3f} {m_make:7.1f}  "

@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import median_wall
 
 from amkspec.ir import TARGETS, DType
 from amkspec.lower import lower, resolve_model
@@ -30,17 +30,6 @@ from amkspec.models import make_weights
 from amkspec.vm import ReferenceVM
 from vm_cuda import MegakernelVM
 from vm_cuda.compare import compare_outputs
-
-
-def median_s(fn: Callable[[], object], repeat: int) -> float:
-    """Median wall seconds of ``fn`` over ``repeat`` calls (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def cpu_part(models: list[str], repeat: int) -> None:
@@ -54,8 +43,8 @@ def cpu_part(models: list[str], repeat: int) -> None:
         diffs = compare_outputs(kernel.run(weights, inputs), ref_vm.run(weights, inputs))
         if diffs:
             raise SystemExit(f"{name}: the CPU build disagrees with the ReferenceVM: {diffs}")
-        ref_s = median_s(lambda: ref_vm.run(weights, inputs), repeat)  # noqa: B023
-        ker_s = median_s(lambda: kernel.run(weights, inputs), repeat)  # noqa: B023
+        ref_s = median_wall(lambda: ref_vm.run(weights, inputs), repeat, warm_up=True)  # noqa: B023
+        ker_s = median_wall(lambda: kernel.run(weights, inputs), repeat, warm_up=True)  # noqa: B023
         print(
             f"{name:8} {len(program.tasks):5d} {ref_s * 1e3:15.2f} {ker_s * 1e3:13.2f} {ker_s / ref_s:6.2f}"
         )

@@ -14,28 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from programs import chain
+from timing import median_wall
 
 from amkspec.ir import dumps, loads, to_dict
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    """Median wall time of ``repeat`` calls, in seconds."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def measure(size: int, repeat: int) -> str:
@@ -43,10 +31,10 @@ def measure(size: int, repeat: int) -> str:
     prog = chain(size)
     text = dumps(prog)
     doc = to_dict(prog)
-    load_s = median_time(lambda: loads(text), repeat)
-    json_load_s = median_time(lambda: json.loads(text), repeat)
-    dump_s = median_time(lambda: dumps(prog), repeat)
-    json_dump_s = median_time(lambda: json.dumps(doc, indent=2), repeat)
+    load_s = median_wall(lambda: loads(text), repeat)
+    json_load_s = median_wall(lambda: json.loads(text), repeat)
+    dump_s = median_wall(lambda: dumps(prog), repeat)
+    json_dump_s = median_wall(lambda: json.dumps(doc, indent=2), repeat)
     return (f"{len(prog.tasks):>8} {len(text) / 1e6:>6.1f} {load_s:>9.3f} {json_load_s:>13.3f} "
             f"{load_s / json_load_s:>6.2f} {dump_s:>9.3f} {json_dump_s:>13.3f} "
             f"{dump_s / json_dump_s:>6.2f}")

@@ -19,8 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baseline import Unavailable, add_baseline_argument, median_time, open_baseline, ratio
+from baseline import Unavailable, add_baseline_argument, open_baseline, ratio
 from programs import chain, fixtures, layered, lowered, wide
+from timing import median_cpu
 
 from amkspec.ir import dumps, loads
 
@@ -39,14 +40,14 @@ def main() -> None:
     ratios = []
     for name, text in texts:
         repeat = args.repeat if len(text) < 20_000_000 else max(1, args.repeat // 2)
-        ours = median_time(lambda t=text: loads(t), repeat)
+        ours = median_cpu(lambda t=text: loads(t), repeat)
         theirs, note = None, ""
         if base is None:
             note = "original not available"
         else:
             try:
                 base.program(text)
-                theirs = median_time(lambda t=text: base.program(t), repeat)
+                theirs = median_cpu(lambda t=text: base.program(t), repeat)
                 ratios.append(theirs / ours)
             except Unavailable as exc:
                 note = f"original {exc}"

@@ -11,13 +11,12 @@ residual ADD, every shape sound (the check finds nothing and runs every rule of 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import median_wall
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
 from amkspec.proofs import validate
@@ -66,16 +65,6 @@ def layered_program(n_tasks: int, tiles: int = 4) -> MegakernelProgram:
     return b.build(meta={"model": "benchmarks/memory.py"})
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    """Median wall seconds of ``fn`` over ``repeat`` calls."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -88,12 +77,12 @@ def main() -> None:
         prog = layered_program(size)
         found = check_memory_safety(prog)
         assert not found, found[:3]
-        mem = median_time(lambda p=prog: check_memory_safety(p), args.repeat)
+        mem = median_wall(lambda p=prog: check_memory_safety(p), args.repeat)
         n = len(prog.tasks)
         if n > args.validate_up_to:
             print(f"{n:>8} {mem:>10.3f} {mem / n * 1e6:>8.2f} {'-':>11} {'-':>6}")
             continue
-        full = median_time(lambda p=prog: validate(p), max(1, args.repeat // 2))
+        full = median_wall(lambda p=prog: validate(p), max(1, args.repeat // 2))
         print(f"{n:>8} {mem:>10.3f} {mem / n * 1e6:>8.2f} {full:>11.3f} {mem / full:>6.0%}")
 
 

@@ -22,8 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baseline import ROOT, Baseline, Unavailable, add_baseline_argument, median_time, open_baseline, ratio
+from baseline import ROOT, Baseline, Unavailable, add_baseline_argument, open_baseline, ratio
 from programs import chain, fixtures, layered, lowered, wide
+from timing import median_cpu
 
 from amkspec.ir import dumps, loads
 from amkspec.proofs import validate
@@ -37,7 +38,7 @@ def compare(name: str, text: str, base: Baseline | None, repeat: int, rows: list
     prog = loads(text)
     result = validate(prog)
     assert result.ok, f"{name}: {result.report()}"
-    ours = median_time(lambda: validate(prog), repeat)
+    ours = median_cpu(lambda: validate(prog), repeat)
     theirs: float | None = None
     note = ""
     if base is None:
@@ -45,7 +46,7 @@ def compare(name: str, text: str, base: Baseline | None, repeat: int, rows: list
     else:
         try:
             run = base.validator(text)
-            theirs = median_time(run, repeat)
+            theirs = median_cpu(run, repeat)
         except Unavailable as exc:
             note = f"original {exc}"
     theirs_ms = "-" if theirs is None else f"{theirs * 1e3:.2f}"
@@ -60,7 +61,7 @@ def scaling(sizes: list[int], repeat: int) -> list[str]:
     rows = ["| tasks | validate() median s | tasks/s | peak memory MiB |", "|---:|---:|---:|---:|"]
     for n in sizes:
         prog = layered(n)
-        seconds = median_time(lambda p=prog: validate(p), repeat if n <= 100_000 else 1)
+        seconds = median_cpu(lambda p=prog: validate(p), repeat if n <= 100_000 else 1)
         tracemalloc.start()
         validate(prog)
         peak = tracemalloc.get_traced_memory()[1]

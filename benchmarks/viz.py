@@ -16,13 +16,13 @@ Prints the median wall-clock seconds of each (matplotlib runs in this process).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from timing import median_wall
 
 from amkspec.ir import load
 from amkspec.proofs.replay import check_witness
@@ -34,15 +34,6 @@ from amkspec.viz.timeline import timeline_figure
 from tests.viz.helpers import race_witness
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def median(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def first_witness(prog: object) -> dict:  # type: ignore[type-arg]
@@ -71,7 +62,7 @@ def main() -> None:
         "neighbourhood 100k": lambda: canvas.svg_text(timeline_figure(big, big_w)),
     }
     for name, fn in cases.items():
-        print(f"{name:<22} {median(fn, args.repeat):8.2f} s (median of {args.repeat})")
+        print(f"{name:<22} {median_wall(fn, args.repeat):8.2f} s (median of {args.repeat})")
 
 
 if __name__ == "__main__":
