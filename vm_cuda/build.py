@@ -61,11 +61,6 @@ def kernel_sources() -> list[Path]:
     return [f for f in files if f.exists()]
 
 
-def has_ops() -> bool:
-    """Whether the opcode device code (``ops/ops.cuh``) exists (else a NOP/COPY stub is compiled)."""
-    return (SOURCE_DIR / "ops" / "ops.cuh").exists()
-
-
 def cache_root() -> Path:
     """Where built artefacts are kept."""
     env = os.environ.get("AMKSPEC_CACHE")
@@ -75,7 +70,7 @@ def cache_root() -> Path:
 def _flags(variant: str) -> list[str]:
     if variant not in VARIANTS:
         raise BuildError(f"unknown CPU build variant {variant!r} (one of {sorted(VARIANTS)})")
-    return [*COMMON_FLAGS, *VARIANTS[variant], *([] if has_ops() else ["-DAMK_STUB_OPS"])]
+    return [*COMMON_FLAGS, *VARIANTS[variant]]
 
 
 @cache
@@ -145,7 +140,7 @@ def build_cubin(arch: str) -> tuple[Path, str]:
     tool = nvcc()
     if tool is None:
         raise BuildError("nvcc not found (set $NVCC or $CUDA_HOME) to build the GPU megakernel")
-    flags = [*NVCC_FLAGS, f"-arch={arch}", *([] if has_ops() else ["-DAMK_STUB_OPS"])]
+    flags = [*NVCC_FLAGS, f"-arch={arch}"]
     out = cache_root() / "vm_cuda" / _key(tool, flags, "cubin") / f"amk_megakernel_{arch}.cubin"
     log = out.with_suffix(".ptxas.txt")
     if not out.exists() or not log.exists():

@@ -43,11 +43,11 @@ def _define(name: str, paths: list[Path]) -> int | None:
 
 def kernel_smem_bytes() -> int:
     """Dynamic shared memory per block: the kernel's control words (``AMK_CTL_BYTES``,
-    megakernel.cu) plus the opcodes' scratch (``AMK_OP_SMEM_BYTES``, from ``ops/`` when present,
-    else the stub dispatch's value in megakernel.cu) — read from the sources, defined there once."""
+    megakernel.cu) plus the opcodes' scratch (``AMK_OP_SMEM_BYTES``, ``ops/``) — read from the
+    sources, defined there once."""
     kernel = [SOURCE_DIR / "megakernel.cu"]
     ctl = _define("AMK_CTL_BYTES", kernel)
-    ops = _define("AMK_OP_SMEM_BYTES", sorted((SOURCE_DIR / "ops").glob("*.cuh")) + kernel)
+    ops = _define("AMK_OP_SMEM_BYTES", sorted((SOURCE_DIR / "ops").glob("*.cuh")))
     if ctl is None or ops is None:
         raise CudaUnavailable("AMK_CTL_BYTES / AMK_OP_SMEM_BYTES not found in the kernel sources")
     return ctl + ops

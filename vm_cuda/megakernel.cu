@@ -18,31 +18,7 @@
 #include "host_shim.h"
 #endif
 
-#ifdef AMK_STUB_OPS
-/* Stub dispatch for bring-up only (NOP, and COPY of equal-size buffers). */
-#define AMK_OP_SMEM_BYTES 1024
-struct amk_op_ctx {
-  const amk_buffer_t* buffers;
-  int32_t n_buffers;
-  const amk_instruction_t* ins;
-  unsigned char* smem;
-  int32_t smem_bytes;
-  const amk_instruction_t* instructions;
-  int32_t n_instructions;
-};
-__device__ inline int amk_dispatch(const amk_op_ctx& ctx) {
-  if (ctx.ins->op == AMK_OP_NOP) return 0;
-  if (ctx.ins->op != AMK_OP_COPY) return 1;
-  const amk_buffer_t& src = ctx.buffers[ctx.ins->inputs[0]];
-  const amk_buffer_t& dst = ctx.buffers[ctx.ins->outputs[0]];
-  if (src.dtype != dst.dtype || src.numel != dst.numel || src.dtype != AMK_DT_F32) return 1;
-  for (int64_t i = threadIdx.x; i < src.numel; i += blockDim.x)
-    static_cast<float*>(dst.ptr)[i] = static_cast<const float*>(src.ptr)[i];
-  return 0;
-}
-#else
 #include "ops/ops.cuh"
-#endif
 
 /* control words at the start of each block's dynamic shared memory, before the op scratch */
 #define AMK_CTL_BYTES 16

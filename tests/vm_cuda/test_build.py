@@ -12,8 +12,8 @@ from vm_cuda.build import BuildError
 
 
 def _copy_sources(dst: Path) -> None:
-    """The kernel sources without the opcodes (the stub dispatch compiles in a second)."""
-    shutil.copytree(build.SOURCE_DIR, dst, ignore=shutil.ignore_patterns("*.py", "__pycache__", "ops"))
+    """A copy of the kernel sources (headers, megakernel and opcodes) to edit in a test."""
+    shutil.copytree(build.SOURCE_DIR, dst, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
 
 
 def test_the_library_is_cached_and_rebuilt_when_a_source_changes(
