@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -18,15 +16,6 @@ from tests.conftest import ROOT
 
 CASES_DIR = ROOT / "conformance" / "cases" / "memory"
 CASE_FILES = sorted(CASES_DIR.glob("M4*.json"))
-
-
-def _script() -> ModuleType:
-    path = ROOT / "conformance" / "make_memory_cases.py"
-    spec = importlib.util.spec_from_file_location("make_memory_cases", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -64,10 +53,3 @@ def test_every_memory_code_has_a_trigger_and_a_near_miss() -> None:
     near_missed = {c for expect in near for c in expect["absent_codes"]}
     assert memory_codes == triggered == near_missed
 
-
-def test_committed_cases_equal_the_generator_output() -> None:
-    script = _script()
-    docs = script.build_cases()
-    assert sorted(docs) == [p.name for p in CASE_FILES]
-    for name, doc in docs.items():
-        assert (CASES_DIR / name).read_text(encoding="utf-8") == script.render(doc), name

@@ -6,28 +6,17 @@ stricter-than-the-original rules, and checks that run at any size."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import subprocess
 import sys
-from types import ModuleType
 
 import pytest
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
 from amkspec.proofs import CODES, Severity, validate
+from conformance import make_cases
 from tests.conftest import ROOT
 
-
-def _load_catalogue() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_cases", ROOT / "conformance" / "make_cases.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_cases", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-CASES = _load_catalogue()
+CASES = make_cases
 K = InstructionKind
 
 
