@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from amkspec.ir import AmkspecError
+from amkspec.ir.atomic import write_atomic
 
 SOURCE_DIR = Path(__file__).resolve().parent
 """``vm_cuda/``: the kernel sources (also shipped as package data)."""
@@ -88,18 +89,26 @@ def _key(cxx: str, flags: list[str], what: str) -> str:
     return h.hexdigest()[:20]
 
 
-def _compile(cmd: list[str], out: Path) -> None:
+def _source(name: str) -> list[str]:
+    """The include flag and the path of the kernel source ``name``."""
+    return ["-I", str(SOURCE_DIR), str(SOURCE_DIR / name)]
+
+
+def _compile(cmd: list[str], out: Path, what: str) -> str:
+    """Run ``cmd -o TMP`` and rename TMP to ``out`` only on success (a cache entry is never
+    half-written: an interrupted or failed build leaves nothing behind); the tool's output."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
     os.close(fd)
     try:
         proc = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise BuildError(f"compiling the CPU build failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+            raise BuildError(f"{what} failed ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}")
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    return proc.stdout + proc.stderr
 
 
 def build_library(variant: str = "release") -> Path:
@@ -108,7 +117,7 @@ def build_library(variant: str = "release") -> Path:
     flags = [*_flags(variant), "-shared", "-fPIC"]
     out = cache_root() / "vm_cuda" / _key(cxx, flags, "lib") / f"libamk_megakernel_{variant}.so"
     if not out.exists():
-        _compile([cxx, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "megakernel.cu")], out)
+        _compile([cxx, *flags, *_source("megakernel.cu")], out, "compiling the CPU build")
     return out
 
 
@@ -118,7 +127,7 @@ def build_driver(variant: str) -> Path:
     flags = _flags(variant)
     out = cache_root() / "vm_cuda" / _key(cxx, flags, "driver") / f"amk_driver_{variant}"
     if not out.exists():
-        _compile([cxx, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "cpu_driver.cpp")], out)
+        _compile([cxx, *flags, *_source("cpu_driver.cpp")], out, "compiling the CPU driver")
     return out
 
 
@@ -144,12 +153,6 @@ def build_cubin(arch: str) -> tuple[Path, str]:
     out = cache_root() / "vm_cuda" / _key(tool, flags, "cubin") / f"amk_megakernel_{arch}.cubin"
     log = out.with_suffix(".ptxas.txt")
     if not out.exists() or not log.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [tool, *flags, "-I", str(SOURCE_DIR), str(SOURCE_DIR / "megakernel.cu"), "-o", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise BuildError(
-                f"nvcc failed for {arch} ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}"
-            )
-        log.write_text(proc.stdout + proc.stderr)
+        report = _compile([tool, *flags, *_source("megakernel.cu")], out, f"nvcc for {arch}")
+        write_atomic(log, report)
     return out, log.read_text()

@@ -1,19 +1,23 @@
 """Running an ABI image on an NVIDIA GPU (spec §8.7).
 
-PyCUDA owns the context and the device memory and loads the nvcc-built cubin for the
-device's architecture (:func:`vm_cuda.build.build_cubin`). PyCUDA has no cooperative
-launch, and its ``Function`` does not expose its ``CUfunction``, so the same cubin is also
-loaded through the driver API (ctypes on ``libcuda``) in PyCUDA's current context; that
+PyCUDA owns the context (the device's primary context) and the device memory. PyCUDA has
+no cooperative launch, and its ``Function`` does not expose its ``CUfunction``, so the
+nvcc-built cubin for the device's architecture (:func:`vm_cuda.build.build_cubin`) is
+loaded once, through the driver API (ctypes on ``libcuda``), in PyCUDA's context; that
 handle gets the occupancy check (every block co-resident: ``blocks_per_sm × SMs ≥ grid``)
-and the launch, ``cuLaunchCooperativeKernel``. Everything is imported lazily: without
-pycuda, a driver or a GPU, :func:`unavailable_reason` says why and every GPU path raises
-:class:`CudaUnavailable` with that reason.
+and the launch, ``cuLaunchCooperativeKernel``. :meth:`CudaRuntime.close` (also run when the
+runtime is collected) unloads the module and releases the context. Everything is imported
+lazily: without pycuda, a driver or a GPU, :func:`unavailable_reason` says why and every GPU
+path raises :class:`CudaUnavailable` with that reason; a failing PyCUDA call (``drv.Error``)
+is raised as :class:`CudaUnavailable` too, never as PyCUDA's own exception.
 """
 
 from __future__ import annotations
 
 import ctypes
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -94,30 +98,65 @@ def unavailable_reason() -> str | None:
     return None
 
 
+@contextmanager
+def _pycuda_errors(drv: Any, what: str) -> Iterator[None]:
+    """Raise a failing PyCUDA call (``drv.Error``) as :class:`CudaUnavailable`, naming ``what``."""
+    try:
+        yield
+    except drv.Error as exc:
+        raise CudaUnavailable(f"{what} failed: {exc}") from exc
+
+
 class CudaRuntime:
     """The megakernel on GPU 0: :meth:`launch` runs an image cooperatively and returns its bytes."""
 
     def __init__(self, threads_per_block: int | None = None) -> None:
         drv = _driver()
         self.drv = drv
-        self.device = drv.Device(0)
-        self.context = self.device.retain_primary_context()
-        self.context.push()
+        self._module_handle: ctypes.c_void_p | None = None
+        with _pycuda_errors(drv, "opening GPU 0"):
+            self.device = drv.Device(0)
+            self.context = self.device.retain_primary_context()
+            self.context.push()
         try:
-            if not self.device.get_attribute(drv.device_attribute.COOPERATIVE_LAUNCH):
-                raise CudaUnavailable(f"{self.device.name()} does not support cooperative launch")
-            major, minor = self.device.compute_capability()
+            with _pycuda_errors(drv, "querying GPU 0"):
+                if not self.device.get_attribute(drv.device_attribute.COOPERATIVE_LAUNCH):
+                    raise CudaUnavailable(f"{self.device.name()} does not support cooperative launch")
+                major, minor = self.device.compute_capability()
+                self.sm_count = self.device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
             self.arch = f"sm_{major}{minor}"
             self.cubin, self.ptxas_log = build_cubin(self.arch)
-            self.module = drv.module_from_file(str(self.cubin))  # PyCUDA loads (and checks) the module
             self.threads_per_block = threads_per_block or DEFAULT_THREADS_PER_BLOCK
             self.smem_bytes = kernel_smem_bytes()
-            self.sm_count = self.device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
             self._function = self._driver_function()
             self.max_blocks = self.max_coresident_blocks()
             self.last_kernel_s = 0.0
-        finally:
+        except BaseException:
             self.context.pop()
+            self.close()
+            raise
+        self.context.pop()
+
+    def close(self) -> None:
+        """Unload the kernel module and release the primary context (idempotent)."""
+        context = getattr(self, "context", None)
+        if context is None:
+            return
+        self.context = None
+        try:
+            context.push()
+            try:
+                if self._module_handle is not None:
+                    _libcuda().cuModuleUnload(self._module_handle)
+                    self._module_handle = None
+            finally:
+                context.pop()
+            context.detach()
+        except Exception:  # noqa: BLE001 - a dying context (interpreter exit) has nothing left to free
+            pass
+
+    def __del__(self) -> None:
+        self.close()
 
     def _driver_function(self) -> ctypes.c_void_p:
         """The kernel's ``CUfunction`` in the current context (the same cubin, via the driver API)."""
@@ -125,6 +164,7 @@ class CudaRuntime:
         module, function = ctypes.c_void_p(), ctypes.c_void_p()
         image = self.cubin.read_bytes()
         _check(lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(image)), "cuModuleLoadData")
+        self._module_handle = module
         _check(
             lib.cuModuleGetFunction(ctypes.byref(function), module, b"amk_megakernel"), "cuModuleGetFunction"
         )
@@ -133,7 +173,6 @@ class CudaRuntime:
                 lib.cuFuncSetAttribute(function, _MAX_DYNAMIC_SMEM_ATTR, self.smem_bytes),
                 "cuFuncSetAttribute",
             )
-        self._module_handle = module
         return function
 
     def max_coresident_blocks(self) -> int:
@@ -155,6 +194,8 @@ class CudaRuntime:
 
         ``last_kernel_s`` is the kernel's own time (CUDA events around the launch, copies excluded).
         """
+        if self.context is None:
+            raise CudaUnavailable("this CUDA runtime was closed")
         grid = len(image.queues)
         self.context.push()
         try:
@@ -165,11 +206,12 @@ class CudaRuntime:
                     f"{self.threads_per_block} threads and {self.smem_bytes} bytes of shared memory each)"
                 )
             data = image.data.copy()
-            dev = self.drv.mem_alloc(data.size)
-            try:
-                self._run(dev, data, grid)
-            finally:
-                dev.free()
+            with _pycuda_errors(self.drv, f"the launch of {grid} blocks ({data.size} image bytes)"):
+                dev = self.drv.mem_alloc(data.size)
+                try:
+                    self._run(dev, data, grid)
+                finally:
+                    dev.free()
             return data
         finally:
             self.context.pop()

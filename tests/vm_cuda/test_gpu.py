@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"n
 
 def test_the_cubin_loads_and_all_blocks_fit_co_resident() -> None:
     runtime = CudaRuntime()
-    assert runtime.module.get_function("amk_megakernel") is not None
+    assert runtime._function.value is not None
     assert runtime.max_blocks >= runtime.sm_count
 
 
