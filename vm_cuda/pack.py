@@ -34,7 +34,7 @@ from amkspec.ir import (
     MemSpace,
     Task,
 )
-from amkspec.ir.opcodes import opcode_of
+from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
 from amkspec.semantics import storage_shape, torch_dtype
 from amkspec.semantics.fused import check_recipe
 from amkspec.semantics.registry import OpError
@@ -46,14 +46,10 @@ ABI_MAJOR, ABI_MINOR = 0, 2
 """``AMK_ABI_VERSION_MAJOR/MINOR`` (amkspec.ir.ABI_VERSION "0.2")."""
 
 SCRATCH_DTYPES: dict[str, int] = {
-    "float32": DType.F32,
-    "float16": DType.F16,
-    "bfloat16": DType.BF16,
-    "float64": layout.DT_F64,
-    "int8": DType.I8,
-    "int32": DType.I32,
+    name: layout.DT_F64 if dtype is None else int(dtype) for name, dtype in RECIPE_DTYPES.items()
 }
-"""FUSED ``out_dtype`` name → ABI dtype code (amkspec.semantics.fused.SCRATCH_DTYPES' names)."""
+"""FUSED ``out_dtype`` name → ABI dtype code (:data:`amkspec.ir.opcodes.RECIPE_DTYPES`; float64 is
+the ABI-only ``AMK_DT_F64``)."""
 
 
 class PackError(AmkspecError, ValueError):

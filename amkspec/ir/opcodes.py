@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import attrs
 
-from amkspec.ir.enums import InstructionKind
+from amkspec.ir.enums import DType, InstructionKind
+
+RECIPE_DTYPES: dict[str, DType | None] = {
+    "float32": DType.F32,
+    "float16": DType.F16,
+    "bfloat16": DType.BF16,
+    "float64": None,
+    "int8": DType.I8,
+    "int32": DType.I32,
+}
+"""The ``out_dtype`` names a FUSED recipe step may give its scratch (spec §7), with their IR dtype;
+``float64`` is a scratch-only dtype (None: no IR buffer has it)."""
 
 VARIADIC = -1
 """``max_inputs``/``n_outputs`` value meaning "variable" (still capped by the ABI)."""

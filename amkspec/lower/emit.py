@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from amkspec.ir import BufferKind, DType, InstructionKind, ProgramBuilder, Wait
+from amkspec.ir.opcodes import RECIPE_DTYPES
 from amkspec.lower.knobs import DOWN_RESIDUAL, GATE_UP_SILU, O_RESIDUAL
 from amkspec.lower.tiling import kv_shards, n_partitions, tile_width, tiles
 from amkspec.models.config import ModelConfig
@@ -27,7 +28,7 @@ from amkspec.models.quant import QuantSpec, quantized_keys
 
 Op = InstructionKind
 
-SCRATCH_DTYPE = {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16"}
+SCRATCH_DTYPE = {dtype: name for name, dtype in RECIPE_DTYPES.items() if dtype is not None}
 """The recipe ``out_dtype`` of a fused step's scratch: the activation dtype of the unfused tensor."""
 
 

@@ -15,16 +15,16 @@ from typing import Any
 import torch
 
 from amkspec.ir import InstructionKind
-from amkspec.ir.opcodes import opcode_of
+from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
+from amkspec.semantics.dtypes import torch_dtype
 from amkspec.semantics.registry import SEMANTICS, OpError, Params, Tensor, arity, need, semantics
 
 _K = InstructionKind
 
 SCRATCH_DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-    "float64": torch.float64, "int8": torch.int8, "int32": torch.int32,
+    name: torch.float64 if dtype is None else torch_dtype(dtype) for name, dtype in RECIPE_DTYPES.items()
 }
-"""``out_dtype`` names a recipe may use for its scratch tensors."""
+"""The torch dtype of each recipe ``out_dtype`` name (:data:`amkspec.ir.opcodes.RECIPE_DTYPES`)."""
 
 
 def _opcode(value: Any) -> InstructionKind:

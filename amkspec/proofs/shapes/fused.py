@@ -15,18 +15,11 @@ from typing import Any
 import attrs
 
 from amkspec.ir import DType, FusedPattern, InstructionKind
-from amkspec.ir.opcodes import OP_REGISTRY, PARAM_FIELDS, VARIADIC
+from amkspec.ir.opcodes import OP_REGISTRY, PARAM_FIELDS, RECIPE_DTYPES, VARIADIC
 from amkspec.proofs.shapes import codes as C
 from amkspec.proofs.shapes.context import OpContext, Operand, Rule, int_param, is_shape
 
-OUT_DTYPES: dict[str, DType | None] = {
-    "float32": DType.F32,
-    "float16": DType.F16,
-    "bfloat16": DType.BF16,
-    "float64": None,
-    "int8": DType.I8,
-    "int32": DType.I32,
-}
+OUT_DTYPES = RECIPE_DTYPES
 """Scratch dtypes a recipe may name (float64 has no IR dtype: its rules skip dtype checks)."""
 
 FINAL = "final"
