@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,13 @@ def test_no_compiler_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
 def test_an_unknown_variant_is_refused() -> None:
     with pytest.raises(BuildError, match="unknown CPU build variant"):
         build.build_library("debug-ish")
+
+
+@pytest.mark.parametrize("source", ["megakernel.cu", "cpu_driver.cpp"])
+def test_the_sources_compile_warning_free_with_this_compiler(cxx: str, source: str, tmp_path: Path) -> None:
+    """The shipped build keeps warnings non-fatal (host compilers differ in false positives); here,
+    with the compiler CI has, every warning of the release flags is an error."""
+    flags = [*build._flags("release"), "-Werror", "-c"]
+    cmd = [cxx, *flags, *build._source(source), "-o", str(tmp_path / "o")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]

@@ -44,7 +44,7 @@ AMK_OP_FN int amk_op_rmsnorm(const amk_op_ctx& c) {
 
 /* LAYERNORM: (x − mean) / sqrt(var + eps) · w (+ b), biased variance, over `hidden` */
 AMK_OP_FN int amk_op_layernorm(const amk_op_ctx& c) {
-  amk_view x, w, b, out;
+  amk_view x{}, w{}, b{}, out{};  /* b is read only when present: initialised for -Wmaybe-uninitialized */
   int f = amk_input(c, 0, &x);
   if (f == 0) f = amk_input(c, 1, &w);
   if (f == 0 && c.ins->n_inputs > 2) f = amk_input(c, 2, &b);
