@@ -17,12 +17,12 @@ from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, regis
 from amkspec.proofs.index import ProgramIndex, find_cycle, is_int, kahn
 
 _D, _E = Family.DEADLOCK, Severity.ERROR
-NO_PRODUCER = register("D201", _D, "§3.1", _E, "a wait on a counter that no task increments")
-THRESHOLD_TOO_HIGH = register("D202", _D, "§3.1", _E, "a wait threshold exceeds the counter's producer count")
-SELF_WAIT = register("D203", _D, "§3.1", _E, "a task waits on its own out_counter")
-CYCLE = register("D204", _D, "§3.1", _E, "the producer→consumer graph has a cycle")
+NO_PRODUCER = register("D201", _D, _E, "a wait on a counter that no task increments")
+THRESHOLD_TOO_HIGH = register("D202", _D, _E, "a wait threshold exceeds the counter's producer count")
+SELF_WAIT = register("D203", _D, _E, "a task waits on its own out_counter")
+CYCLE = register("D204", _D, _E, "the producer→consumer graph has a cycle")
 SM_QUEUE = register(
-    "D205", _D, "§3.1", _E, "the per-SM queues (task-list order) block: DAG plus queue edges has a cycle"
+    "D205", _D, _E, "the per-SM queues (task-list order) block: DAG plus queue edges has a cycle"
 )
 
 

@@ -16,14 +16,14 @@ from amkspec.proofs.index import ProgramIndex, is_int
 
 _O = Family.OUTPUTS
 OUTPUT_NOT_PRODUCED = register(
-    "O501", _O, "§3.3", Severity.ERROR, "an IO_OUTPUT buffer is written by no task"
+    "O501", _O, Severity.ERROR, "an IO_OUTPUT buffer is written by no task"
 )
-GPU_LABEL = register("O502", _O, "§3.3", Severity.WARNING, "meta['gpu'] differs from target.name")
+GPU_LABEL = register("O502", _O, Severity.WARNING, "meta['gpu'] differs from target.name")
 BLOCK_SIZE = register(
-    "O503", _O, "§8.1", Severity.ERROR, "threads_per_block is not a multiple of 32 in [32, 1024]"
+    "O503", _O, Severity.ERROR, "threads_per_block is not a multiple of 32 in [32, 1024]"
 )
 SMEM_OPTIN = register(
-    "O504", _O, "§8.1", Severity.ERROR, "smem_bytes_per_block is not an int in [0, target opt-in limit]"
+    "O504", _O, Severity.ERROR, "smem_bytes_per_block is not an int in [0, target opt-in limit]"
 )
 
 WARP = 32

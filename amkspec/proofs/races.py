@@ -26,47 +26,43 @@ _R, _E, _W = Family.RACES, Severity.ERROR, Severity.WARNING
 PARTIAL_JOIN = register(
     "R301",
     _R,
-    "§3.2",
     _E,
     "a wait on a shared counter uses a threshold below its producer count (all-join rule)",
 )
-NEVER_PRODUCED = register("R302", _R, "§3.2", _E, "a task reads a transient buffer that no task writes")
+NEVER_PRODUCED = register("R302", _R, _E, "a task reads a transient buffer that no task writes")
 UNORDERED_READ = register(
-    "R303", _R, "§3.2", _E, "a read is not ordered after every other writer of the buffer (happens-before)"
+    "R303", _R, _E, "a read is not ordered after every other writer of the buffer (happens-before)"
 )
 SELF_READ = register(
     "R304",
     _R,
-    "§3.2",
     _E,
     "a task reads elements of a buffer that only it writes (its own uninitialised output)",
 )
 KV_ORDER = register(
-    "R305", _R, "§3.2", _E, "a KV_CACHE written this pass is read without being ordered after its writers"
+    "R305", _R, _E, "a KV_CACHE written this pass is read without being ordered after its writers"
 )
 WRITE_WRITE = register(
-    "R306", _R, "§3.2", _E, "two writers of a buffer are neither disjoint tiles under one counter nor ordered"
+    "R306", _R, _E, "two writers of a buffer are neither disjoint tiles under one counter nor ordered"
 )
 READONLY_WRITE = register(
-    "R307", _R, "§3.2", _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)"
+    "R307", _R, _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)"
 )
 UNWRITTEN_COLUMNS = register(
-    "R308", _R, "§3.2", _E, "a consumed buffer has elements that no task writes (a read of unwritten data)"
+    "R308", _R, _E, "a consumed buffer has elements that no task writes (a read of unwritten data)"
 )
 ON_CHIP_SMS = register(
     "R309",
     _R,
-    "§4",
     _E,
     "an SMEM/REGISTER buffer is used on more than one SM, or by unassigned and assigned tasks",
 )
 ON_CHIP_UNASSIGNED = register(
-    "R310", _R, "§4", _W, "an SMEM/REGISTER buffer's users have no SM yet (they require same-SM placement)"
+    "R310", _R, _W, "an SMEM/REGISTER buffer's users have no SM yet (they require same-SM placement)"
 )
 PAGE_ALIAS = register(
     "R311",
     _R,
-    "§3.3",
     _E,
     "two buffers share a page but a use of one is not ordered before a write of the other",
 )

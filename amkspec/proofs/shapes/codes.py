@@ -1,4 +1,4 @@
-"""The M4xx diagnostic codes: one per shape/dtype rule (spec §7, memory safety).
+"""The M4xx diagnostic codes: one per shape/dtype rule (spec §3.4 and chapter 4, memory safety).
 
 Each rule guards a way a task could make a VM read or write outside a buffer,
 or compute from elements that do not mean what the opcode assumes.
@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from amkspec.proofs.diagnostics import Family, Severity, register
 
-CLAUSE = "§7"
-
 
 def _m(code: str, summary: str) -> str:
-    return register(code, Family.MEMORY, CLAUSE, Severity.ERROR, summary)
+    return register(code, Family.MEMORY, Severity.ERROR, summary)
 
 
 # GEMV_TILE / GEMM_TILE / DEQUANT
