@@ -422,7 +422,7 @@ def canonical(value: Any, depth: int = 0) -> Any:
 
 
 def schedule_id(config: ScheduleConfig | Mapping[str, Any] | None) -> str:
-    """``"sch_" + sha1(json.dumps(config, sort_keys=True))[:10]`` of the parsed config (OPS_FACTS §14.3).
+    """``"sch_" + sha1(json.dumps(config, sort_keys=True))[:10]`` of the parsed config (the search guide).
 
     Launch feasibility does not enter (an infeasible config has the id of what it asks for); a
     document whose knobs are malformed is hashed as written, so every verdict has an id.

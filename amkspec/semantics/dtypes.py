@@ -1,7 +1,7 @@
 """Torch storage types of the IR dtypes (spec §1.1).
 
 ``I4`` is stored packed, two levels per byte, in a ``uint8`` tensor whose last
-dimension is ``ceil(K / 2)`` for a logical ``[..., K]`` buffer (spec §1.1, OPS_FACTS §4).
+dimension is ``ceil(K / 2)`` for a logical ``[..., K]`` buffer (spec §1.2, §7.7).
 F8 types map to torch's float8 types; the original fell back to bfloat16 where
 torch lacked them.
 """

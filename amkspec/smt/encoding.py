@@ -1,4 +1,4 @@
-"""Z3 encoding of counter-state executions (DESIGN.md "The execution model the SMT layer encodes").
+"""Z3 encoding of counter-state executions (spec §2.2; the verification guide, "The execution model").
 
 Every task ``i`` has integer event times ``s_i < e_i`` (start, end). An event
 *happens* when its time is negative: the encoding describes execution

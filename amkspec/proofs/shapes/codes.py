@@ -55,7 +55,7 @@ KV_ROWS = _m("M439", "KV_APPEND rows pos..pos+n-1 not inside the cache")
 KV_NEW_SHAPE = _m("M440", "KV_APPEND new values do not match the cache row shape")
 KV_NOT_IN_PLACE = _m("M441", "KV_APPEND input[1] is not the cache it writes (outputs[0])")
 
-# FUSED recipes (OPS_FACTS §3.19)
+# FUSED recipes (spec §7.8)
 RECIPE_FORM = _m(
     "M450", "FUSED recipe malformed (not a dict, no steps, bad out/out_shape/out_dtype, no final)"
 )
