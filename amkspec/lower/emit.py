@@ -3,7 +3,7 @@
 Task order, buffer order, names, labels, counter notes, params and cost annotations are those of
 the original lowering, so a program lowered here is byte-identical to the original's for the same
 inputs. Every produced tensor gets one fresh counter; the tiles of a projection share it and each
-consumer waits for all of them (the all-join of spec §3.2); read-only buffers need no wait.
+consumer waits for all of them (the all-join of spec §3.3); read-only buffers need no wait.
 
 A ``fusion_grouping`` group (:data:`~amkspec.lower.knobs.FUSION_GROUPS`) replaces the tasks of
 that group in every layer by ONE untiled FUSED task (spec §7.8) whose recipe runs

@@ -8,7 +8,7 @@ evaluator calls :func:`parse`, ``amkspec schema --config`` prints :func:`config_
 ``amkspec propose`` prints :func:`search_space` with the target's real caps filled in.
 
 Launch feasibility (``threads_per_block``, ``smem_bytes_per_block`` against the target's opt-in
-limit) is the validator's rule (codes O503/O504, spec §8.1): :func:`check` asks
+limit) is the validator's rule (codes O503/O504, spec §3.5, §5.1): :func:`check` asks
 :func:`amkspec.validate` on an empty program carrying the config, so both agree by construction.
 """
 

@@ -1,4 +1,4 @@
-"""Race-freedom obligations (codes R3xx, spec §3.2, §3.3, §4).
+"""Race-freedom obligations (codes R3xx, spec §3.3, §1.6).
 
 A counter carries a count, not the identity of who finished, so a read is safe
 only when *every* other writer of the elements it reads happens-before the reader
@@ -77,7 +77,7 @@ def _kind(ix: ProgramIndex, bid: int) -> BufferKind | None:
 
 
 def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """A wait on a counter with > 1 producer uses threshold == #producers (spec §3.2)."""
+    """A wait on a counter with > 1 producer uses threshold == #producers (spec §3.3)."""
     producers = ix.producers
     for pos, waits in enumerate(ix.waits):
         for _, c, t in waits:
@@ -99,7 +99,7 @@ def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
 def check_readonly_writes(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """WEIGHT, CONST and IO_INPUT buffers are read without producer edges, so nobody may write them.
 
-    Spec §3.2.
+    Spec §3.3.
     """
     for bid, writers in ix.writers.items():
         kind = _kind(ix, bid)
@@ -120,7 +120,7 @@ def check_readonly_writes(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Every read of a transient buffer follows every other writer of the elements it reads
-    (spec §3.2 and KV ordering); a task that reads elements only it writes reads stale data."""
+    (spec §3.3 and KV ordering); a task that reads elements only it writes reads stale data."""
     if not ix.acyclic:
         return
     pending: list[tuple[int, int, list[int]]] = []
@@ -198,7 +198,7 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Writers of one buffer: disjoint footprints under one counter, or a total order (beyond the
     spec). A declared writer whose footprint is empty writes nothing and is left out.
 
-    Spec §3.2.
+    Spec §3.3.
     """
     if not ix.acyclic:
         return
@@ -254,7 +254,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Every element a task reads of a written ACTIVATION, and every element of a written
     IO_OUTPUT, is written by some other task: a gap is read as unwritten data.
 
-    Spec §3.2.
+    Spec §3.3.
     """
     for bid, writers in ix.writers.items():
         buf = ix.buffers[bid]
@@ -318,7 +318,7 @@ def _show_gaps(gaps: list[Box], shape: tuple[int, ...]) -> str:
 def check_on_chip(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """SMEM/REGISTER buffers are private to one SM: all their users run on that SM (beyond the spec).
 
-    Spec §4.
+    Spec §1.6, §3.3.
     """
     for bid, buf in ix.buffers.items():
         space = getattr(buf, "space", None)

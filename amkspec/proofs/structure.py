@@ -1,8 +1,8 @@
 """Structure obligations (codes S1xx): the program is well formed before anything is proved.
 
 Referential integrity, ids, ABI caps, opcode arity, required params and param
-types (spec §3.1 first bullet, §1.2–§1.4, §7), SM assignment range (§3.1) and
-the page table (§4). Each check is a generator of findings; a task with a
+types (spec §3.1, §1.3–§1.5, §7), SM assignment range (§3.1, §5.2) and
+the page table (§1.6). Each check is a generator of findings; a task with a
 structure error is recorded in ``ProgramIndex.rejected_tasks`` so that later
 families (memory safety) do not judge meaningless shapes.
 """
@@ -123,7 +123,7 @@ def check_ids(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Counters start at 0 for every launch (spec §1.4, §2)."""
+    """Counters start at 0 for every launch (spec §1.5, §2)."""
     for c in as_list(ix.prog.counters):
         init = getattr(c, "init", None)
         if not (is_int(init) and init == 0):
@@ -139,7 +139,7 @@ def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def buffer_problem(buf: Any) -> str | None:
-    """Why a buffer record is malformed (spec §1.2), or None."""
+    """Why a buffer record is malformed (spec §1.3), or None."""
     for field, enum_type in (("kind", BufferKind), ("dtype", DType), ("space", MemSpace)):
         if not isinstance(getattr(buf, field, None), enum_type):
             return f"{field} {getattr(buf, field, None)!r} is not a {enum_type.__name__}"
@@ -155,8 +155,8 @@ def buffer_problem(buf: Any) -> str | None:
 
 
 def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Every buffer record is well formed (:func:`buffer_problem`, spec §1.2) and fits the
-    target's memory (:func:`buffer_cap`, spec §5.1)."""
+    """Every buffer record is well formed (:func:`buffer_problem`, spec §1.3) and fits the
+    target's memory (:func:`buffer_cap`, spec §5.2)."""
     cap, where = buffer_cap(ix.prog)
     for buf in as_list(ix.prog.buffers):
         problem = buffer_problem(buf)
@@ -174,7 +174,7 @@ def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def buffer_cap(prog: Any) -> tuple[int, str]:
-    """The most bytes one buffer may take, and what sets it: the target's ``hbm_bytes`` (spec §5.1),
+    """The most bytes one buffer may take, and what sets it: the target's ``hbm_bytes`` (spec §5.2),
     else the stated cap ``max_buffer_bytes_no_target`` of :mod:`amkspec.ir.limits`."""
     hbm = getattr(getattr(prog, "target", None), "hbm_bytes", None)
     if is_int(hbm) and hbm > 0:
@@ -410,7 +410,7 @@ def page_index(ix: ProgramIndex) -> dict[int, Page]:
 
 
 def check_pages(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """The page table binds existing ACTIVATION buffers to existing pages large enough (spec §4)."""
+    """The page table binds existing ACTIVATION buffers to existing pages large enough (spec §1.6)."""
     alloc = ix.prog.pages
     if alloc is None:
         return
