@@ -20,8 +20,8 @@ from conformance import make_cases
 ROOT = Path(__file__).resolve().parents[1]
 HEADING = re.compile(r"^#{1,3} (\d+(?:\.\d+)?)\.? (.+)$", re.MULTILINE)
 CITATION = re.compile(r"(?:§|\\u00a7)(\d+(?:\.\d+)*)")
-CITING = ("amkspec", "conformance", "docs")
-SUFFIXES = {".py", ".md", ".json", ".txt", ".rst"}
+CITING = ("amkspec", "vm_cuda", "conformance", "docs")
+SUFFIXES = {".py", ".md", ".json", ".txt", ".rst", ".h", ".cuh", ".cu", ".cpp"}
 
 
 def site_headings() -> dict[str, str]:
