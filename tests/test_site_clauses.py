@@ -1,8 +1,8 @@
 """One clause-numbering scheme: the site's (spec chapter headings in ``docs/spec``).
 
 Every ``§N`` or ``§N.M`` cited in the package, the conformance kit and the docs names a heading
-that exists on the site, and the validator's report groups findings under the site's own
-sections of chapter 3 with the site's own titles.
+that exists on the site, every rule ID the docs cite is a rule, and the validator's report groups
+findings under the site's own sections of chapter 3 with the site's own titles.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from amkspec.conformance.rules import RULES
 from amkspec.proofs.diagnostics import CODES, FAMILY_SECTION, Family
 from amkspec.proofs.result import SECTION_TITLES
 from amkspec.proofs.validate import validate
@@ -20,6 +21,7 @@ from conformance import make_cases
 ROOT = Path(__file__).resolve().parents[1]
 HEADING = re.compile(r"^#{1,3} (\d+(?:\.\d+)?)\.? (.+)$", re.MULTILINE)
 CITATION = re.compile(r"(?:§|\\u00a7)(\d+(?:\.\d+)*)")
+RULE_ID = re.compile(r"`([A-Z]{2,}(?:-[A-Z]+)+-\d+)`")
 CITING = ("amkspec", "vm_cuda", "conformance", "docs")
 SUFFIXES = {".py", ".md", ".json", ".txt", ".rst", ".h", ".cuh", ".cu", ".cpp"}
 
@@ -59,6 +61,17 @@ def test_every_cited_section_is_a_heading_on_the_site() -> None:
         if m.group(1) not in headings
     ]
     assert not missing, "cited sections the site does not have:\n" + "\n".join(missing)
+
+
+def test_every_rule_id_the_docs_cite_is_a_rule() -> None:
+    cited = {
+        (path.relative_to(ROOT).as_posix(), rid)
+        for path in citing_files()
+        if path.suffix == ".md"
+        for rid in RULE_ID.findall(path.read_text(encoding="utf-8"))
+    }
+    assert ("docs/spec/01-data-model.md", "VAL-STRUCT-3") in cited
+    assert sorted((where, rid) for where, rid in cited if rid not in RULES) == []
 
 
 def test_the_citation_scan_sees_code_docs_and_cases() -> None:
