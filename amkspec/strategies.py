@@ -105,7 +105,7 @@ class _ValidBuilder:
         return self.draw(st.sampled_from(options)) if options else None
 
     def waits(self, *values: _Value) -> list[Wait]:
-        """All-join waits for the inputs, plus sometimes an extra ordering wait (spec §3.2)."""
+        """All-join waits for the inputs, plus sometimes an extra ordering wait (spec §3.3)."""
         out: dict[int, Wait] = {}
         for v in values:
             out.update((w.counter, w) for w in v.waits)
@@ -330,8 +330,8 @@ def valid_programs(
 
     ``max_tasks`` bounds the task count (the smallest program is one COPY to the output).
     ``assign_sms`` sets every ``Task.sm`` (queues in task-list order are then linear
-    extensions of the DAG, spec §3.1); ``allocate_pages`` binds activations to pages, sharing a
-    page only between buffers whose uses are ordered (spec §4); ``with_target`` attaches a
+    extensions of the DAG, spec §3.2); ``allocate_pages`` binds activations to pages, sharing a
+    page only between buffers whose uses are ordered (spec §1.6); ``with_target`` attaches a
     built-in GpuTarget (forced when SMs are assigned). None lets hypothesis choose.
 
     Ids are list positions, as the ABI tables of spec §8 require. ``permute_ids=True`` renames
@@ -386,7 +386,7 @@ def _ancestors(prog: MegakernelProgram) -> dict[int, set[int]]:
 
 def _allocate_pages(draw: Draw, prog: MegakernelProgram) -> PageAllocation:
     """First-fit pages: ``b`` may join a page when every use of every occupant happens before
-    every writer of ``b`` (the page-reuse rule, spec §4)."""
+    every writer of ``b`` (the page-reuse rule, spec §1.6)."""
     anc = _ancestors(prog)
     uses: dict[int, set[int]] = {}
     writers: dict[int, set[int]] = {}

@@ -1,4 +1,4 @@
-"""Generate the memory-safety conformance cases (M4xx, spec §7) under ``conformance/cases/memory/``.
+"""Generate the memory-safety cases (M4xx, spec §3.4 and chapter 4) under ``conformance/cases/memory/``.
 
 Each code gets a triggering case ``<code>_<slug>.json`` (verdict rejected, the code expected) and a
 near miss ``<code>_<slug>_ok.json``: the same one-task program with the offending shape or param
@@ -25,6 +25,7 @@ from amkspec.ir import (
     ProgramBuilder,
     to_dict,
 )
+from amkspec.proofs.diagnostics import CODES
 from conformance.casefiles import write_cases
 
 OUT_DIR = Path(__file__).resolve().parent / "cases" / "memory"
@@ -331,7 +332,7 @@ def build_cases() -> dict[str, dict[str, Any]]:
                 "kind": "validate",
                 "description": description if bad else f"near miss of {code}: {description}, corrected",
                 "rules": rules_for_codes([code]),
-                "clauses": ["§7"],
+                "clauses": [CODES[code].clause],
                 "program": to_dict(make(bad)),
                 "expect": (
                     {"verdict": "rejected", "codes": [code], "absent_codes": []}

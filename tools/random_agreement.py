@@ -35,7 +35,7 @@ from amkspec.strategies import valid_programs
 
 CYCLE_RULES = frozenset({"D204", "D205"})
 """A cycle of producer→consumer (D204) or dependency-plus-SM-queue edges (D205) is forbidden by
-spec §3.1 even when partial waits let it run (the deadlock query is then UNSAT and explain labels
+spec §3.2 even when partial waits let it run (the deadlock query is then UNSAT and explain labels
 it rule-only): no execution misbehaves."""
 
 

@@ -1,6 +1,6 @@
 """Kernel-vs-ReferenceVM output comparison and its per-dtype tolerances (spec §8.8).
 
-The tolerances are the oracle's (``amkspec.models.oracle.TOLERANCES``, OPS_FACTS §11), keyed
+The tolerances are the oracle's (``amkspec.models.oracle.TOLERANCES``; the lowering guide), keyed
 by the dtype of the output being compared; integer and boolean outputs must match exactly.
 """
 

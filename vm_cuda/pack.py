@@ -301,7 +301,7 @@ class Packer:
         return table, slots, cursor
 
     def _page_of(self) -> dict[int, int]:
-        """Table index → page id for the ACTIVATION buffers the page allocation shares (spec §4)."""
+        """Table index → page id for the ACTIVATION buffers the page allocation shares (spec §1.6)."""
         pages = self.program.pages
         if pages is None:
             return {}

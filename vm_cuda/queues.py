@@ -1,4 +1,4 @@
-"""Per-SM queues of a program (spec §8.4: one block per SM queue).
+"""Per-SM queues of a program (spec §8.3: one block per SM queue).
 
 A task with ``sm`` set stays on that SM; the others are placed greedily on the least
 loaded SM (``est_bytes``, then task count). Every queue lists its tasks in one global

@@ -1,4 +1,4 @@
-"""``amkspec lower``, ``run``, ``decode`` and ``weights``: lowering and running models (OPS_FACTS §9-§11).
+"""``amkspec lower``, ``run``, ``decode`` and ``weights``: lowering and running models (the lowering guide).
 
 ``run --steps N`` on a program file: when the program is exactly what ``lower`` makes for a
 preset model at its recorded position (checked by re-lowering it), each further launch is
@@ -204,7 +204,7 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None
 @clean_errors
 def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None, dtype: str, batch: int,
               compat: bool, quant: str | None, group: int, output: str | None) -> None:
-    """Lower one decode step of MODEL into a program (OPS_FACTS §9)."""
+    """Lower one decode step of MODEL into a program (the lowering guide)."""
     from amkspec.lower import lower
 
     if output:

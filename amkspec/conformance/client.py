@@ -88,7 +88,11 @@ class Session:
         self._lines = queue.Queue()
         assert self._proc.stdout is not None
         threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()
-        reply = self._send({"cmd": "start", "protocol": PROTOCOL_VERSION}, self.start_timeout_s)
+        try:
+            reply = self._send({"cmd": "start", "protocol": PROTOCOL_VERSION}, self.start_timeout_s)
+        except ProtocolFailure:
+            self.kill()  # a late start reply must never be read as the answer to a later request
+            raise
         caps = reply.get("capabilities")
         if not isinstance(reply.get("name"), str) or not isinstance(caps, list):
             self.kill()
@@ -135,8 +139,8 @@ class Session:
     # -- requests ----------------------------------------------------------------------------
     def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         """Send ``message`` (a request without ``id``) and return the reply."""
-        self.ensure()
         try:
+            self.ensure()
             return self._send(message, self.timeout_s if timeout_s is None else timeout_s)
         except ProtocolFailure:
             self.kill()

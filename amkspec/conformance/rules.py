@@ -54,9 +54,6 @@ M, S, Y = Level.MUST, Level.SHOULD, Level.MAY
 VAL_PREFIX = {"S": "VAL-STRUCT", "D": "VAL-DEAD", "R": "VAL-RACE", "M": "VAL-MEM", "O": "VAL-OUT"}
 """Validator rule ID prefix by the diagnostic code's family letter."""
 
-VAL_SECTION = {"S": "§3.1", "D": "§3.2", "R": "§3.3", "M": "§3.4", "O": "§3.5"}
-"""The §3 section of the site that states each family's rules."""
-
 INTERNAL_CODES = frozenset({"S199"})
 """Codes that are not requirements (S199: the validator's own internal-error guard)."""
 
@@ -182,7 +179,7 @@ def _val_rule(code: str) -> Rule:
             f"A validator SHOULD report {code} (a warning: the verdict stays accepted) when {info.summary}."
         )
         level = S
-    return Rule(rule_id_for_code(code), level, VAL_SECTION[code[0]], text, (code,))
+    return Rule(rule_id_for_code(code), level, info.clause, text, (code,))
 
 
 def rule_id_for_code(code: str) -> str:

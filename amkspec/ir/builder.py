@@ -92,7 +92,7 @@ class ProgramBuilder:
 
     def join(self, counter: int) -> Wait:
         """A wait for every producer of ``counter`` added so far through :meth:`add_task`
-        (the all-join of spec §3.2)."""
+        (the all-join of spec §3.3)."""
         return Wait(counter, self._producers.get(counter, 0))
 
     def after(self, task_id: int) -> Wait:

@@ -1,4 +1,4 @@
-"""Canonical enums, versions and ABI capacities (spec §1.1, §8).
+"""Canonical enums, versions and ABI capacities (spec §1.2, §8).
 
 The numeric codes are the ABI codes mirrored in ``vm/abi.h``; they are
 append-only and never renumbered.
@@ -20,7 +20,7 @@ ABI_MAX_RANK = 4
 
 
 class DType(enum.IntEnum):
-    """Element types (spec §1.1). ``I4`` is packed two per byte."""
+    """Element types (spec §1.2). ``I4`` is packed two per byte."""
 
     F32 = 0
     F16 = 1
@@ -44,12 +44,12 @@ class DType(enum.IntEnum):
 
     @property
     def is_float(self) -> bool:
-        """A floating-point dtype (spec §1.1)."""
+        """A floating-point dtype (spec §1.2)."""
         return self in _FLOAT_DTYPES
 
     @property
     def is_integer(self) -> bool:
-        """An integer dtype, packed I4 included (spec §1.1)."""
+        """An integer dtype, packed I4 included (spec §1.2)."""
         return self in (DType.I32, DType.I8, DType.I4, DType.U8)
 
 
@@ -61,7 +61,7 @@ _FLOAT_DTYPES = frozenset({DType.F32, DType.F16, DType.BF16, DType.F8E4M3, DType
 
 
 class MemSpace(enum.IntEnum):
-    """Where a buffer lives (spec §1.1, §4)."""
+    """Where a buffer lives (spec §1.2, §1.6)."""
 
     HBM = 0
     GLOBAL_SCRATCH = 1
@@ -70,7 +70,7 @@ class MemSpace(enum.IntEnum):
 
 
 class BufferKind(enum.IntEnum):
-    """Role of a buffer in a forward pass (spec §1.1, §4)."""
+    """Role of a buffer in a forward pass (spec §1.2, §1.6)."""
 
     WEIGHT = 0
     ACTIVATION = 1
@@ -81,7 +81,7 @@ class BufferKind(enum.IntEnum):
 
 
 READONLY_KINDS = frozenset({BufferKind.WEIGHT, BufferKind.CONST, BufferKind.IO_INPUT})
-"""Kinds that never need a producer edge to be read (spec §1.1)."""
+"""Kinds that never need a producer edge to be read (spec §1.2)."""
 
 ON_CHIP_SPACES = frozenset({MemSpace.SMEM, MemSpace.REGISTER})
 """Spaces private to one SM: every user must run on the same SM."""

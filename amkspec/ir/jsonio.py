@@ -272,7 +272,7 @@ def _record_hooks(conv: cattrs.Converter, cls: type) -> None:
         obj = base_s(value, cls)
         obj.extra = {k: v for k, v in value.items() if k not in known}
         if cls is Buffer and len(obj.shape) > MAX_SHAPE_DIMS.default:
-            # its byte size (a product of up to 40-digit dims) must stay printable (spec §1.2)
+            # its byte size (a product of up to 40-digit dims) must stay printable (spec §1.3)
             raise _Bad(["shape"], f"more than {MAX_SHAPE_DIMS.default} dims")
         return obj
 

@@ -1,4 +1,4 @@
-"""The data model of a megakernel program (spec §1, §4, §5).
+"""The data model of a megakernel program (spec §1, §5).
 
 Every record is an attrs class that can *represent* a broken program (a wait on
 a missing counter, a zero threshold, an id that is not its list position):
@@ -38,7 +38,7 @@ def _to_shape(dims: Iterable[int]) -> tuple[int, ...]:
 
 @attrs.define
 class Buffer:
-    """A named tensor (spec §1.2). ``source`` is the state-dict key of a WEIGHT/CONST."""
+    """A named tensor (spec §1.3). ``source`` is the state-dict key of a WEIGHT/CONST."""
 
     id: int
     name: str
@@ -51,7 +51,7 @@ class Buffer:
 
     @property
     def rank(self) -> int:
-        """Number of dimensions (spec §1.2); a scalar has rank 0."""
+        """Number of dimensions (spec §1.3); a scalar has rank 0."""
         return len(self.shape)
 
     @property
@@ -61,7 +61,7 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
-        """Storage bytes, rounded up for packed sub-byte dtypes (spec §1.1)."""
+        """Storage bytes, rounded up for packed sub-byte dtypes (spec §1.2)."""
         return self.dtype.nbytes(self.numel)
 
     def contiguous_strides(self) -> tuple[int, ...]:
@@ -76,7 +76,7 @@ class Buffer:
 
 @attrs.define
 class Wait:
-    """Do not start until ``counters[counter] >= threshold`` (spec §1.4)."""
+    """Do not start until ``counters[counter] >= threshold`` (spec §1.5)."""
 
     counter: int
     threshold: int
@@ -85,7 +85,7 @@ class Wait:
 
 @attrs.define
 class Task:
-    """A DAG node: one ABI instruction invocation on one SM (spec §1.3)."""
+    """A DAG node: one ABI instruction invocation on one SM (spec §1.4)."""
 
     id: int
     op: InstructionKind
@@ -107,7 +107,7 @@ class Task:
 
 @attrs.define
 class Counter:
-    """A monotonic uint32 synchronisation counter (spec §1.4); ``init`` must be 0."""
+    """A monotonic uint32 synchronisation counter (spec §1.5); ``init`` must be 0."""
 
     id: int
     init: int = 0
@@ -117,7 +117,7 @@ class Counter:
 
 @attrs.define
 class Page:
-    """A physical scratch slot that activations are bound to (spec §4)."""
+    """A physical scratch slot that activations are bound to (spec §1.6)."""
 
     id: int
     space: MemSpace
@@ -129,7 +129,7 @@ class Page:
 
 @attrs.define
 class PageAllocation:
-    """The allocator's output: buffer id → page id, and the pages (spec §4)."""
+    """The allocator's output: buffer id → page id, and the pages (spec §1.6)."""
 
     buffer_to_page: dict[int, int] = attrs.Factory(dict)
     pages: list[Page] = attrs.Factory(list)
@@ -174,11 +174,11 @@ class MegakernelProgram:
     extra: Extra = _extra()
 
     def buffer_by_id(self) -> dict[int, Buffer]:
-        """Buffer id → buffer (spec §1.2); a later duplicate id wins."""
+        """Buffer id → buffer (spec §1.3); a later duplicate id wins."""
         return {b.id: b for b in self.buffers}
 
     def total_weight_bytes(self) -> int:
-        """Bytes of WEIGHT and CONST buffers: the decode bandwidth bound (spec §4)."""
+        """Bytes of WEIGHT and CONST buffers: the decode bandwidth bound (spec §1.6, §5.2)."""
         return sum(b.nbytes for b in self.buffers if b.kind in (BufferKind.WEIGHT, BufferKind.CONST))
 
     def total_scratch_bytes(self) -> int:

@@ -1,4 +1,4 @@
-"""A one-screen summary of a program: sizes, graph shape, memory and target (spec §1, §4, §5).
+"""A one-screen summary of a program: sizes, graph shape, memory and target (spec §1, §5).
 
 Used by ``amkspec info`` and ``amkspec demo``. The summary only indexes the program; it judges
 nothing (a broken program still has a summary), so it never raises on a loaded program.
@@ -21,7 +21,7 @@ def ops_histogram(prog: MegakernelProgram) -> dict[str, int]:
 
 
 def summarize(prog: MegakernelProgram) -> dict[str, Any]:
-    """JSON-ready facts about a program, in display order (spec §1, §4)."""
+    """JSON-ready facts about a program, in display order (spec §1)."""
     weight_bytes = prog.total_weight_bytes()
     target = prog.target
     bound = target.bandwidth_bound_us(weight_bytes) if target is not None else math.nan

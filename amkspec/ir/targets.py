@@ -1,4 +1,4 @@
-"""GPU targets as data (spec §5.1): add a chip by adding a record."""
+"""GPU targets as data (spec §5.2): add a chip by adding a record."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import attrs
 
 @attrs.define
 class GpuTarget:
-    """One GPU described as data (spec §5.1)."""
+    """One GPU described as data (spec §5.2)."""
 
     name: str
     sm_arch: int
@@ -54,7 +54,7 @@ _MIB = 1 << 20
 _SPEC = "Spec-sheet figures; measured_bw_gbs is 0 where no measurement exists."
 
 class TargetRegistry(MutableMapping[str, GpuTarget]):
-    """Target name → :class:`GpuTarget` (spec §5.1).
+    """Target name → :class:`GpuTarget` (spec §5.2).
 
     Every lookup returns a fresh copy, so a program that edits its ``target`` (a note, a
     measured bandwidth) never changes the registry or another program's target. Add a chip

@@ -1,4 +1,4 @@
-"""A roofline cost model of tasks and of a program's makespan (OPS_FACTS §14.4).
+"""A roofline cost model of tasks and of a program's makespan (the lowering guide, "Predicted latency").
 
 Per task: ``t = max(bytes / (bw · 0.80) · exposed, flops / (tflops · 0.70)) + 1.5 µs`` (+0.05 µs
 for GEMV_TILE), where ``exposed = max(0.5, 1 / (1 + 0.6 · pipelining_depth))`` is the share of

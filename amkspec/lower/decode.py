@@ -1,5 +1,5 @@
 """The greedy decode loop: re-lower per position, run the ReferenceVM, thread the KV caches, and
-compare every step with the eager model (OPS_FACTS §9.7, §11).
+compare every step with the eager model (the lowering guide, "The decode loop and the oracle").
 
 Each launch is one decode step at absolute position ``pos`` (``kv_len = pos + 1``). Prompt tokens
 are fed one per step; after the prompt, the next token is the argmax of the eager model's logits
@@ -46,7 +46,7 @@ class DecodeRun:
 
     @property
     def agree(self) -> bool:
-        """Every compared step passed the oracle (OPS_FACTS §11)."""
+        """Every compared step passed the oracle (the lowering guide)."""
         return all(s.check is None or s.check.passed for s in self.steps)
 
     @property

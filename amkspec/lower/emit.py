@@ -1,12 +1,12 @@
-"""Emit one decode step of a decoder as a megakernel program (OPS_FACTS §9.2-§9.5).
+"""Emit one decode step of a decoder as a megakernel program (the lowering guide).
 
 Task order, buffer order, names, labels, counter notes, params and cost annotations are those of
 the original lowering, so a program lowered here is byte-identical to the original's for the same
 inputs. Every produced tensor gets one fresh counter; the tiles of a projection share it and each
-consumer waits for all of them (the all-join of spec §3.2); read-only buffers need no wait.
+consumer waits for all of them (the all-join of spec §3.3); read-only buffers need no wait.
 
 A ``fusion_grouping`` group (:data:`~amkspec.lower.knobs.FUSION_GROUPS`) replaces the tasks of
-that group in every layer by ONE untiled FUSED task (spec §7, OPS_FACTS §3.19) whose recipe runs
+that group in every layer by ONE untiled FUSED task (spec §7.8) whose recipe runs
 the group's steps in order, intermediates in scratch of the activation dtype (so the result is
 bit-identical to the unfused tasks). Fused tasks are never tiled: the final step writes the whole
 output, so column tiles of it would overwrite each other.
@@ -191,7 +191,7 @@ class StepEmitter:
         return (n, hd) if self.batch == 1 and name == "q" else (self.batch, n, hd)
 
     def roped(self, p: str, which: str, flat: Ready, n: int, ids: Ready, pos: Ready) -> Ready:
-        """Reshape a flat projection to heads (the EMBED bridge of OPS_FACTS §3.3), then RoPE."""
+        """Reshape a flat projection to heads (the EMBED bridge of spec §7), then RoPE."""
         c = self.model
         shape = self._heads(which, n)
         hs = self._act(f"{p}.{which}r.hs", shape)
@@ -244,7 +244,7 @@ class StepEmitter:
         return self._task(op, label, [a, b], out, {}, (n * self.dbytes, flops))
 
     def layer(self, n: int, resid: Ready, ids: Ready, pos: Ready) -> Ready:
-        """The 19 steps of one decoder layer (OPS_FACTS §9.3)."""
+        """The 19 steps of one decoder layer (the lowering guide)."""
         c, p, w = self.model, f"L{n}", f"layers.{n}"
         an = self.rmsnorm(f"{p}.input_norm", resid, f"{w}.input_norm", f"{p}.an")
         q = self.projection(f"{p}.q_proj", an, f"{w}.attn.q_proj.weight", f"{p}.q", c.q_dim, c.hidden)

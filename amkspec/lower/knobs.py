@@ -8,7 +8,7 @@ evaluator calls :func:`parse`, ``amkspec schema --config`` prints :func:`config_
 ``amkspec propose`` prints :func:`search_space` with the target's real caps filled in.
 
 Launch feasibility (``threads_per_block``, ``smem_bytes_per_block`` against the target's opt-in
-limit) is the validator's rule (codes O503/O504, spec §8.1): :func:`check` asks
+limit) is the validator's rule (codes O503/O504, spec §3.5, §5.1): :func:`check` asks
 :func:`amkspec.validate` on an empty program carrying the config, so both agree by construction.
 """
 
@@ -422,7 +422,7 @@ def canonical(value: Any, depth: int = 0) -> Any:
 
 
 def schedule_id(config: ScheduleConfig | Mapping[str, Any] | None) -> str:
-    """``"sch_" + sha1(json.dumps(config, sort_keys=True))[:10]`` of the parsed config (OPS_FACTS §14.3).
+    """``"sch_" + sha1(json.dumps(config, sort_keys=True))[:10]`` of the parsed config (the search guide).
 
     Launch feasibility does not enter (an infeasible config has the id of what it asks for); a
     document whose knobs are malformed is hashed as written, so every verdict has an id.

@@ -1,6 +1,6 @@
 """``lower()``: a decoder and a ScheduleConfig → one decode step as a MegakernelProgram (spec §5).
 
-The emission follows the original lowering exactly (OPS_FACTS §9). Unlike the original, amkspec
+The emission follows the original lowering exactly (the lowering guide). Unlike the original, amkspec
 then *consumes* three knobs the original only records: ``fusion_grouping`` emits each listed
 group as one FUSED task per layer (:mod:`amkspec.lower.emit`), ``sm_assignment`` is resolved into
 ``Task.sm`` (a named policy needs a target for the SM count) and ``page_allocation`` into a
@@ -74,7 +74,7 @@ def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
 def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
           config: ScheduleConfig | None = None, *, pos: int = 0, dtype: DType | str = DType.F32, B: int = 1,
           quant: QuantSpec | Mapping[str, int] | None = None, compat: bool = False) -> MegakernelProgram:
-    """Lower one decode step of ``model`` for the token at absolute position ``pos`` (OPS_FACTS §9).
+    """Lower one decode step of ``model`` for the token at absolute position ``pos`` (the lowering guide).
 
     ``B`` sequences decode in lockstep (GEMM_TILE projections, batched attention). ``quant``
     (a QuantSpec or ``{"bits": 4|8, "group": G}``) stores the layers' projections as I4/I8 levels

@@ -1,4 +1,4 @@
-"""Resolve ``ScheduleConfig.page_allocation`` into a PageAllocation of the activations (spec §4).
+"""Resolve ``ScheduleConfig.page_allocation`` into a PageAllocation of the activations (spec §1.6).
 
 Two activations may share a page only when their live ranges are *ordered*: every use (read or
 write) of the earlier one happens-before (a path in the dependency DAG) every write of the later

@@ -1,4 +1,4 @@
-"""Resolve ``ScheduleConfig.sm_assignment`` into ``Task.sm`` (spec §5, §3.1).
+"""Resolve ``ScheduleConfig.sm_assignment`` into ``Task.sm`` (spec §5, §3.2).
 
 Each SM runs its tasks one at a time in task-list order, so an assignment is safe when every SM's
 queue is a linear extension of the dependency DAG, cross-SM paths included. The lowering lists

@@ -1,4 +1,4 @@
-"""Tile widths and split-KV partitions derived from a ScheduleConfig (OPS_FACTS §9.1, §9.4)."""
+"""Tile widths and split-KV partitions derived from a ScheduleConfig (spec §5.1; the lowering guide)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Llama-style decoders: configs, deterministic weights, an eager forward, the oracle (OPS_FACTS §8, §11).
+"""Llama-style decoders: configs, deterministic weights, an eager forward, the oracle (the lowering guide).
 
 Needs torch (the ``vm`` extra).
 """

@@ -1,4 +1,4 @@
-"""Model configurations of the Llama-style decoders the lowering understands (OPS_FACTS §8.1)."""
+"""Model configurations of the Llama-style decoders the lowering understands (lowering guide, "Models")."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class ModelConfig:
         return float(self.head_dim) ** -0.5
 
     def weight_shapes(self) -> dict[str, tuple[int, ...]]:
-        """State-dict key → shape, in state-dict order (OPS_FACTS §8.3)."""
+        """State-dict key → shape, in state-dict order (the lowering guide, "Models")."""
         h, i = self.hidden, self.intermediate
         shapes: dict[str, tuple[int, ...]] = {"embed.weight": (self.vocab, h)}
         for n in range(self.n_layers):

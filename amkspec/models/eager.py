@@ -1,4 +1,4 @@
-"""An eager PyTorch forward of the decoder: the whole-model oracle (OPS_FACTS §8.2, §11).
+"""An eager PyTorch forward of the decoder: the whole-model oracle (the lowering guide).
 
 The numerics follow the original toy model: RMSNorm normalises in float32, casts back to the
 model dtype and then multiplies by the weight; attention scores, softmax and the weighted sum run
@@ -45,7 +45,8 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 class EagerDecoder:
     """The decoder evaluated eagerly: :meth:`prefill` over a sequence, or :meth:`step` with a KV cache.
 
-    ``weights`` is a state dict (OPS_FACTS §8.3), cast to ``dtype`` (default: the model's).
+    ``weights`` is a state dict (keys of ``ModelConfig.weight_shapes``), cast to ``dtype``
+    (default: the model's).
     The cache holds post-RoPE keys and raw values per layer, ``[B, max_seq, n_kv, hd]``.
     """
 

@@ -1,4 +1,4 @@
-"""Logit agreement between a run and the eager model (OPS_FACTS §11).
+"""Logit agreement between a run and the eager model (the lowering guide, "The decode loop and the oracle").
 
 Both tensors go to float32 rows ``[rows, vocab]``. The check PASSES iff
 ``|test − ref| ≤ atol + rtol·|ref|`` everywhere, every test value is finite, and at least 99% of

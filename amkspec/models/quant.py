@@ -1,4 +1,4 @@
-"""Weight-only quantization of a model's projections (OPS_FACTS §4), for quantized lowering.
+"""Weight-only quantization of a model's projections (spec §7.7), for quantized lowering.
 
 Only symmetric quantization is supported: it is the only form whose GEMV arity (``x, qW, scales``)
 ``validate()`` accepts. The seven projections of every layer are quantized; the embedding and the

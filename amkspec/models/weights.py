@@ -1,4 +1,4 @@
-"""Deterministic weights, generated exactly as the original toy model creates them (OPS_FACTS §8.2).
+"""Deterministic weights, generated exactly as the original toy model creates them (lowering guide).
 
 Under ``torch.manual_seed(seed)`` the parameters are created (and the RNG consumed) in this order:
 the embedding (``nn.Embedding``, normal N(0, 1)); per layer the two norm vectors (ones, no RNG)
@@ -38,7 +38,7 @@ def _linear(n_out: int, n_in: int) -> torch.Tensor:
 
 def make_weights(config: ModelConfig, dtype: DType | None = None, seed: int | None = None
                  ) -> dict[str, torch.Tensor]:
-    """The model's state dict (keys of OPS_FACTS §8.3), bit-identical to the original's for a seed."""
+    """The state dict (keys: :meth:`ModelConfig.weight_shapes`), bit-identical to the original's per seed."""
     target = torch_dtype(config.dtype if dtype is None else dtype)
     h, i = config.hidden, config.intermediate
     with torch.random.fork_rng(devices=[]):

@@ -1,4 +1,4 @@
-"""The independent certificate checker (spec §2, §3, §4): trust nothing but the IR types.
+"""The independent certificate checker (spec §2, §3): trust nothing but the IR types.
 
 A certificate (built by :mod:`amkspec.proofs.certificate`) claims that one program is
 deadlock-free and race-free. This module re-derives, from the program alone, every
@@ -10,21 +10,21 @@ What it checks, in time linear in the program plus the certificate (plus a sort)
 
 * **well-formedness it relies on** (spec §1): ids equal to list positions, every reference resolves,
   ABI caps and arity, required params, rank ≤ 4, positive int thresholds, counter
-  ``init`` 0 (spec §1.4, §2.3), a threshold on a shared counter equal to its producer
-  count (all-join, §3.2), SM in range, on-chip buffers private to one SM (§4), no write
+  ``init`` 0 (spec §1.5, §2.3), a threshold on a shared counter equal to its producer
+  count (all-join, §3.3), SM in range, on-chip buffers private to one SM (§1.6), no write
   to a read-only kind (WEIGHT, CONST, IO_INPUT: their readers take no dependency);
-* **deadlock-freedom** (§3.1): ``order`` is a complete execution (every wait met by the
+* **deadlock-freedom** (§3.2): ``order`` is a complete execution (every wait met by the
   tasks before it, each SM's queue in task-list order). Counters only grow, so from any
   reachable state the first unstarted task of ``order`` can always start;
-* **race-freedom** (§2.2, §3.2): every element a task reads of a transient buffer is
+* **race-freedom** (§2.2, §3.3): every element a task reads of a transient buffer is
   written only by tasks that *happen before* it, and (ACTIVATION, IO_OUTPUT) some of
   them write it: coverage, self-reads and never-produced buffers included. Each IO_OUTPUT
   has a producer and is read in full by the host. Two writers of overlapping elements are ordered
   by happens-before. KV_CACHE reads cover the attention window only; rows no task
   appends this launch hold the previous launch's state;
 * writers of one buffer that signal different counters are totally ordered, and the
-  schedule can launch (block size, shared memory; §8.1);
-* **pages** (§3.3, §4): the occupants of one page come in a declared order, every use of
+  schedule can launch (block size, shared memory; §3.5, §5.1);
+* **pages** (§1.6, §3.3): the occupants of one page come in a declared order, every use of
   one happens before every write of the next, and each page is large enough.
 
 Happens-before is the spec's: the transitive closure of dependency edges whose wait
@@ -154,7 +154,7 @@ class _Regions:
 
     def reads(self, task: Any) -> Iterator[tuple[int, Box]]:
         if task.outputs and not any(True for _ in self.writes(task)):
-            return  # a task that writes no element reads none that matters (spec §3.2)
+            return  # a task that writes no element reads none that matters (spec §3.3)
         seen: set[int] = set()
         for slot, bid in enumerate(task.inputs):
             if bid in seen:
@@ -247,13 +247,13 @@ class _Program:
             if shape is None or len(shape) > _MAX_RANK or not all(_int(d) and d >= 0 for d in shape):
                 raise CertificateRefused(f"buffer {b.id}: shape is not at most {_MAX_RANK} non-negative ints")
             if not isinstance(b.dtype, DType) or b.dtype.nbytes(_numel(shape)) > cap:
-                raise CertificateRefused(f"buffer {b.id}: larger than {what} ({cap} bytes) (spec §5.1)")
+                raise CertificateRefused(f"buffer {b.id}: larger than {what} ({cap} bytes) (spec §5.2)")
             self.kinds[b.id], self.spaces[b.id], shapes[b.id] = b.kind, b.space, shape
         self.regions = _Regions(shapes)
         counters = self._records(prog.counters, "counter")
         for c in counters:
             if c.init != 0 or not _int(c.init):
-                raise CertificateRefused(f"counter {c.id} starts at {c.init!r}, not 0 (spec §1.4, §2.3)")
+                raise CertificateRefused(f"counter {c.id} starts at {c.init!r}, not 0 (spec §1.5, §2.3)")
         self.counter_ids = {c.id for c in counters}
         self.tasks = self._records(prog.tasks, "task")
         self.at = {t.id: n for n, t in enumerate(self.tasks)}
@@ -268,7 +268,7 @@ class _Program:
                 if made > 1 and w.threshold != made:
                     raise CertificateRefused(
                         f"task {t.id} waits for {w.threshold} of the {made} producers of counter "
-                        f"{w.counter}: a shared counter needs the full join (spec §3.2)"
+                        f"{w.counter}: a shared counter needs the full join (spec §3.3)"
                     )
 
     @staticmethod
@@ -337,7 +337,7 @@ def _fits(kind: str | None, value: Any) -> bool:
 
 
 def _memory_cap(prog: MegakernelProgram) -> tuple[int, str]:
-    """The most bytes one buffer may take: the target's memory, else the stated cap (spec §5.1)."""
+    """The most bytes one buffer may take: the target's memory, else the stated cap (spec §5.2)."""
     hbm = getattr(prog.target, "hbm_bytes", None)
     if isinstance(hbm, int) and _int(hbm) and hbm > 0:
         return hbm, "the target's hbm_bytes"
@@ -346,7 +346,7 @@ def _memory_cap(prog: MegakernelProgram) -> tuple[int, str]:
 
 def _check_launch(prog: MegakernelProgram) -> None:
     """The schedule can launch on its target: whole warps per block, shared memory within the
-    opt-in limit (spec §5, §8.1)."""
+    opt-in limit (spec §3.5, §5.1)."""
     config = prog.config
     if config is None:
         return
@@ -470,7 +470,7 @@ Uses = tuple[dict[int, list[tuple[int, Box]]], dict[int, list[tuple[int, Box]]]]
 
 def _check_regions(p: _Program) -> Uses:
     """Every task's regions (refusing any outside its buffer), and coverage of every read of an
-    ACTIVATION or IO_OUTPUT by the other writers (spec §3.2: no read of unwritten data)."""
+    ACTIVATION or IO_OUTPUT by the other writers (spec §3.3: no read of unwritten data)."""
     reads: dict[int, list[tuple[int, Box]]] = {}
     writes: dict[int, list[tuple[int, Box]]] = {}
     for t in p.tasks:
@@ -484,7 +484,7 @@ def _check_regions(p: _Program) -> Uses:
         users: list[tuple[int | None, Box]] = list(reads.get(bid, []))
         if kind is BufferKind.IO_OUTPUT:
             if bid not in p.outputs_named:
-                raise CertificateRefused(f"IO_OUTPUT buffer {bid} is produced by no task (spec §3.3)")
+                raise CertificateRefused(f"IO_OUTPUT buffer {bid} is produced by no task (spec §3.5)")
             users.append((None, _full(p.regions.shapes[bid])))  # the host reads it after the launch
         ws = writes.get(bid, [])
         for reader, box in users:
@@ -495,7 +495,7 @@ def _check_regions(p: _Program) -> Uses:
 
 
 def _obligations(p: _Program, uses: Uses) -> Iterator[tuple[int, int, bool, str]]:
-    """(a, b, either, why): ``a`` must happen before ``b`` (or either way round) (spec §2.2, §3.2)."""
+    """(a, b, either, why): ``a`` must happen before ``b`` (or either way round) (spec §2.2, §3.3)."""
     reads, writes = uses
     for bid, kind in p.kinds.items():
         if kind not in _TRANSIENT:
@@ -513,7 +513,7 @@ def _writer_chains(
     p: _Program, writes: dict[int, list[tuple[int, Box]]], order: list[int]
 ) -> Iterator[tuple[int, int, bool, str]]:
     """Writers of one buffer that signal different counters are totally ordered (a counter
-    cannot tell them apart otherwise): each, in ``order``, before the next (spec §3.2)."""
+    cannot tell them apart otherwise): each, in ``order``, before the next (spec §3.3)."""
     rank = {tid: n for n, tid in enumerate(order)}
     for bid, ws in writes.items():
         tids = sorted({w for w, _ in ws}, key=rank.__getitem__)
@@ -536,7 +536,7 @@ def _writer_pairs(ws: list[tuple[int, Box]]) -> Iterator[tuple[int, int]]:
 
 
 def _check_on_chip(p: _Program) -> None:
-    """SMEM/REGISTER buffers are private to one SM: all users assigned to one SM, or none (spec §4)."""
+    """SMEM/REGISTER buffers are private to one SM: all users assigned to one SM, or none (spec §1.6)."""
     sms: dict[int, set[int | None]] = {}
     for t in p.tasks:
         for bid in (*t.inputs, *t.outputs):

@@ -6,10 +6,10 @@ A certificate (spec §3) is a JSON object:
 * ``order``: every task id once, in the order of one complete execution (each task's
   waits met by the tasks before it, each SM's queue in task-list order). Counters only
   grow, so from any reachable state the first unstarted task of this order can start:
-  the program cannot deadlock (spec §3.1);
+  the program cannot deadlock (spec §3.2);
 * ``paths``: happens-before evidence, each a list of task ids where every hop ``a → b``
   is a dependency edge on which ``b`` waits for *every* producer of ``a``'s counter.
-  There is one path for each ordering the program needs (spec §3.2): every writer of
+  There is one path for each ordering the program needs (spec §3.3): every writer of
   elements a task reads, before that reader; one of each two writers of overlapping
   elements, before the other; each writer of a buffer whose writers signal different
   counters, before the next (a total order); every use of a page occupant, before every write of the
@@ -161,7 +161,7 @@ def _regions(prog: MegakernelProgram, g: _Graph) -> tuple[dict[int, Buffer], Use
 
 
 def _needs(g: _Graph, buffers: dict[int, Buffer], reads: Uses, writes: Uses) -> dict[int, set[int]]:
-    """target position → source positions that must happen before it (spec §3.2)."""
+    """target position → source positions that must happen before it (spec §3.3)."""
     need: dict[int, set[int]] = {}
     for bid, buf in buffers.items():
         if buf.kind in READONLY_KINDS:

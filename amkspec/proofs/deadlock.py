@@ -1,4 +1,4 @@
-"""Deadlock-freedom obligations (codes D2xx, spec §3.1).
+"""Deadlock-freedom obligations (codes D2xx, spec §3.2).
 
 Every wait can be satisfied, no task waits on itself, the producer→consumer
 graph is acyclic, and the per-SM queues cannot block: with each SM running its
@@ -17,19 +17,19 @@ from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, regis
 from amkspec.proofs.index import ProgramIndex, find_cycle, is_int, kahn
 
 _D, _E = Family.DEADLOCK, Severity.ERROR
-NO_PRODUCER = register("D201", _D, "§3.1", _E, "a wait on a counter that no task increments")
-THRESHOLD_TOO_HIGH = register("D202", _D, "§3.1", _E, "a wait threshold exceeds the counter's producer count")
-SELF_WAIT = register("D203", _D, "§3.1", _E, "a task waits on its own out_counter")
-CYCLE = register("D204", _D, "§3.1", _E, "the producer→consumer graph has a cycle")
+NO_PRODUCER = register("D201", _D, _E, "a wait on a counter that no task increments")
+THRESHOLD_TOO_HIGH = register("D202", _D, _E, "a wait threshold exceeds the counter's producer count")
+SELF_WAIT = register("D203", _D, _E, "a task waits on its own out_counter")
+CYCLE = register("D204", _D, _E, "the producer→consumer graph has a cycle")
 SM_QUEUE = register(
-    "D205", _D, "§3.1", _E, "the per-SM queues (task-list order) block: DAG plus queue edges has a cycle"
+    "D205", _D, _E, "the per-SM queues (task-list order) block: DAG plus queue edges has a cycle"
 )
 
 
 def check_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Each wait is satisfiable: ``1 <= threshold <= #producers`` and not on the task's own counter.
 
-    Spec §3.1.
+    Spec §3.2.
     """
     counters, producers = ix.counters, ix.producers
     for pos, waits in enumerate(ix.waits):
@@ -64,7 +64,7 @@ def check_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def check_cycle(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """The dependency graph (without self-edges, reported as D203) has a topological order (spec §3.1)."""
+    """The dependency graph (without self-edges, reported as D203) has a topological order (spec §3.2)."""
     if ix.topo is not None:
         return
     cycle = find_cycle(ix.n, ix.succs) or []
@@ -77,7 +77,7 @@ def _counters_on(ix: ProgramIndex, cycle: list[int]) -> list[int]:
 
 
 def sm_queues(ix: ProgramIndex) -> dict[int, list[int]]:
-    """SM → positions of its tasks in task-list order (only valid, assigned ``sm`` values; spec §3.1)."""
+    """SM → positions of its tasks in task-list order (only valid, assigned ``sm`` values; spec §3.2)."""
     queues: dict[int, list[int]] = {}
     for pos, task in enumerate(ix.tasks):
         sm = getattr(task, "sm", None)
@@ -87,7 +87,7 @@ def sm_queues(ix: ProgramIndex) -> dict[int, list[int]]:
 
 
 def check_sm_queues(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Each SM's serial queue is compatible with the DAG: DAG ∪ queue edges is acyclic (spec §3.1)."""
+    """Each SM's serial queue is compatible with the DAG: DAG ∪ queue edges is acyclic (spec §3.2)."""
     if not ix.acyclic:
         return
     queues = sm_queues(ix)

@@ -1,9 +1,11 @@
 """Diagnostics: the stable codes of every proof obligation and the findings they produce.
 
-Each obligation family registers its codes here (code, family, spec clause,
-severity, one-line summary); :func:`diag` builds a finding from a code so that
-severity and clause always come from the registry. The docs site renders
-:data:`CODES` as the table of diagnostic codes.
+Each obligation family registers its codes here (code, family, severity, one-line
+summary); :func:`diag` builds a finding from a code so that severity and clause always
+come from the registry. A code's clause is the section of spec chapter 3 that states
+its family's rules (:data:`FAMILY_SECTION`), so the clause a finding cites, the rule it
+witnesses and the report section it is filed under are one number. The docs site
+renders :data:`CODES` as the table of diagnostic codes.
 """
 
 from __future__ import annotations
@@ -23,13 +25,33 @@ class Severity(enum.Enum):
 
 
 class Family(enum.Enum):
-    """Obligation families (DESIGN.md "Proof obligations")."""
+    """Obligation families, one per section of spec chapter 3 (§3.1-§3.5)."""
 
     STRUCTURE = "structure"
     DEADLOCK = "deadlock"
     RACES = "races"
     MEMORY = "memory safety"
     OUTPUTS = "outputs and launch"
+
+    @property
+    def section(self) -> str:
+        """The spec section that states this family's rules, e.g. ``"§3.3"`` for races."""
+        return FAMILY_SECTION[self][0]
+
+    @property
+    def title(self) -> str:
+        """The title of :attr:`section` as the spec's heading gives it (lower case)."""
+        return FAMILY_SECTION[self][1]
+
+
+FAMILY_SECTION: dict[Family, tuple[str, str]] = {
+    Family.STRUCTURE: ("§3.1", "structure"),
+    Family.DEADLOCK: ("§3.2", "deadlock-freedom"),
+    Family.RACES: ("§3.3", "race-freedom"),
+    Family.MEMORY: ("§3.4", "memory safety"),
+    Family.OUTPUTS: ("§3.5", "outputs and launch"),
+}
+"""Each family's section of spec chapter 3 and its heading: the one place a code's clause comes from."""
 
 
 @attrs.frozen
@@ -38,20 +60,24 @@ class CodeInfo:
 
     code: str
     family: Family
-    clause: str
     severity: Severity
     summary: str
+
+    @property
+    def clause(self) -> str:
+        """The spec section that states the code's rule: its family's section of chapter 3."""
+        return self.family.section
 
 
 CODES: dict[str, CodeInfo] = {}
 """Every registered code, in registration order."""
 
 
-def register(code: str, family: Family, clause: str, severity: Severity, summary: str) -> str:
+def register(code: str, family: Family, severity: Severity, summary: str) -> str:
     """Register a code once and return it (use the result as a module constant)."""
     if code in CODES:
         raise ValueError(f"diagnostic code {code} registered twice")
-    CODES[code] = CodeInfo(code, family, clause, severity, summary)
+    CODES[code] = CodeInfo(code, family, severity, summary)
     return code
 
 

@@ -1,4 +1,4 @@
-"""The one footprint: exactly which elements each task reads and writes (spec §3.2, §7).
+"""The one footprint: exactly which elements each task reads and writes (spec §3.3, §7).
 
 Every opcode's reference numerics (``amkspec.semantics``) read some elements of its
 inputs and write some elements of its outputs. This module states those regions
@@ -8,7 +8,7 @@ layout). It is the only place that describes footprints: the race checks,
 coverage, the SMT view, the model checker and certificates all derive from it,
 and a property test runs every opcode on shadow memory and compares.
 
-Definitions (spec §3.2):
+Definitions (spec §3.3):
 
 * a task **writes** an element when the semantics store a value into it;
 * a task **reads** an element when its value can change a written element.
@@ -735,7 +735,7 @@ _RULES[InstructionKind.FUSED] = _fused
 
 @attrs.frozen
 class Footprint:
-    """Per buffer id, the region a task reads and the region it writes (spec §3.2).
+    """Per buffer id, the region a task reads and the region it writes (spec §3.3).
 
     A buffer named twice among the inputs (or outputs) gets the union. ``exact`` is False
     when some region over-approximates (``note`` says why).

@@ -141,12 +141,12 @@ class ProgramIndex:
         return found
 
     def read_region(self, pos: int, bid: int) -> Region:
-        """Elements of buffer ``bid`` the task at ``pos`` reads (spec §3.2)."""
+        """Elements of buffer ``bid`` the task at ``pos`` reads (spec §3.3)."""
         ids, reads, _, _ = self.regions(pos)
         return region_of(ids, reads, bid) if bid in ids else EMPTY
 
     def write_region(self, pos: int, bid: int) -> Region:
-        """Elements of buffer ``bid`` the task at ``pos`` writes (spec §3.2)."""
+        """Elements of buffer ``bid`` the task at ``pos`` writes (spec §3.3)."""
         _, _, ids, writes = self.regions(pos)
         return region_of(ids, writes, bid) if bid in ids else EMPTY
 

@@ -1,8 +1,8 @@
-"""Memory safety: every task's operands have the shapes and dtypes its opcode assumes (spec §7).
+"""Memory safety: every task's operands have the shapes and dtypes its opcode assumes (spec §3.4, §4).
 
-This obligation family goes beyond the original implementation (DESIGN.md "Proof
-obligations"): for every opcode the shapes and dtypes of a task's inputs and
-outputs are derived from its semantics (OPS_FACTS §3) and params, and a task
+This obligation family goes beyond the original implementation (spec §4.5): for
+every opcode the shapes and dtypes of a task's inputs and
+outputs are derived from its semantics (spec §7) and params, and a task
 that would make a VM read or write outside a buffer, or compute from elements
 that do not mean what the opcode assumes, is rejected with an M4xx code.
 

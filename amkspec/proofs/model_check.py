@@ -83,7 +83,7 @@ class CheckResult:
         }
 
     def write_races(self) -> set[tuple[int, int]]:
-        """(writer, writer) pairs whose writes can overlap or reorder (spec §3.2)."""
+        """(writer, writer) pairs whose writes can overlap or reorder (spec §3.3)."""
         return {(f.tasks[0], f.tasks[1]) for f in self.findings if f.kind == "write-race"}
 
 

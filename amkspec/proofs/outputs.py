@@ -1,4 +1,4 @@
-"""Output and launch obligations (codes O5xx, spec §3.3, §5, §8.1).
+"""Output and launch obligations (codes O5xx, spec §3.5, §5.1).
 
 Every IO_OUTPUT is produced, the GPU label agrees with the target, and when the
 program carries a ``config`` the launch is feasible: ``threads_per_block`` a
@@ -16,14 +16,14 @@ from amkspec.proofs.index import ProgramIndex, is_int
 
 _O = Family.OUTPUTS
 OUTPUT_NOT_PRODUCED = register(
-    "O501", _O, "§3.3", Severity.ERROR, "an IO_OUTPUT buffer is written by no task"
+    "O501", _O, Severity.ERROR, "an IO_OUTPUT buffer is written by no task"
 )
-GPU_LABEL = register("O502", _O, "§3.3", Severity.WARNING, "meta['gpu'] differs from target.name")
+GPU_LABEL = register("O502", _O, Severity.WARNING, "meta['gpu'] differs from target.name")
 BLOCK_SIZE = register(
-    "O503", _O, "§8.1", Severity.ERROR, "threads_per_block is not a multiple of 32 in [32, 1024]"
+    "O503", _O, Severity.ERROR, "threads_per_block is not a multiple of 32 in [32, 1024]"
 )
 SMEM_OPTIN = register(
-    "O504", _O, "§8.1", Severity.ERROR, "smem_bytes_per_block is not an int in [0, target opt-in limit]"
+    "O504", _O, Severity.ERROR, "smem_bytes_per_block is not an int in [0, target opt-in limit]"
 )
 
 WARP = 32
@@ -31,7 +31,7 @@ MAX_THREADS_PER_BLOCK = 1024
 
 
 def check_outputs(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Output reachability: every IO_OUTPUT has a writer (spec §3.3)."""
+    """Output reachability: every IO_OUTPUT has a writer (spec §3.5)."""
     for bid, buf in ix.buffers.items():
         if getattr(buf, "kind", None) is BufferKind.IO_OUTPUT and not ix.writers.get(bid):
             yield diag(
@@ -42,7 +42,7 @@ def check_outputs(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def check_gpu_label(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """``meta['gpu']`` names the target (spec §3.3: the flywheel derives the GPU from target.name)."""
+    """``meta['gpu']`` names the target (spec §3.5: the flywheel derives the GPU from target.name)."""
     meta, target = ix.prog.meta, ix.prog.target
     gpu = meta.get("gpu") if isinstance(meta, dict) else None
     name = getattr(target, "name", None)
@@ -51,7 +51,7 @@ def check_gpu_label(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def check_launch(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Launch feasibility of ``config`` against ``target`` (spec §5, §8.1)."""
+    """Launch feasibility of ``config`` against ``target`` (spec §3.5, §5.1)."""
     config = ix.prog.config
     if not isinstance(config, ScheduleConfig):
         return

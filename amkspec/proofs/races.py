@@ -1,4 +1,4 @@
-"""Race-freedom obligations (codes R3xx, spec §3.2, §3.3, §4).
+"""Race-freedom obligations (codes R3xx, spec §3.3, §1.6).
 
 A counter carries a count, not the identity of who finished, so a read is safe
 only when *every* other writer of the elements it reads happens-before the reader
@@ -26,47 +26,43 @@ _R, _E, _W = Family.RACES, Severity.ERROR, Severity.WARNING
 PARTIAL_JOIN = register(
     "R301",
     _R,
-    "§3.2",
     _E,
     "a wait on a shared counter uses a threshold below its producer count (all-join rule)",
 )
-NEVER_PRODUCED = register("R302", _R, "§3.2", _E, "a task reads a transient buffer that no task writes")
+NEVER_PRODUCED = register("R302", _R, _E, "a task reads a transient buffer that no task writes")
 UNORDERED_READ = register(
-    "R303", _R, "§3.2", _E, "a read is not ordered after every other writer of the buffer (happens-before)"
+    "R303", _R, _E, "a read is not ordered after every other writer of the buffer (happens-before)"
 )
 SELF_READ = register(
     "R304",
     _R,
-    "§3.2",
     _E,
     "a task reads elements of a buffer that only it writes (its own uninitialised output)",
 )
 KV_ORDER = register(
-    "R305", _R, "§3.2", _E, "a KV_CACHE written this pass is read without being ordered after its writers"
+    "R305", _R, _E, "a KV_CACHE written this pass is read without being ordered after its writers"
 )
 WRITE_WRITE = register(
-    "R306", _R, "§3.2", _E, "two writers of a buffer are neither disjoint tiles under one counter nor ordered"
+    "R306", _R, _E, "two writers of a buffer are neither disjoint tiles under one counter nor ordered"
 )
 READONLY_WRITE = register(
-    "R307", _R, "§3.2", _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)"
+    "R307", _R, _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)"
 )
 UNWRITTEN_COLUMNS = register(
-    "R308", _R, "§3.2", _E, "a consumed buffer has elements that no task writes (a read of unwritten data)"
+    "R308", _R, _E, "a consumed buffer has elements that no task writes (a read of unwritten data)"
 )
 ON_CHIP_SMS = register(
     "R309",
     _R,
-    "§4",
     _E,
     "an SMEM/REGISTER buffer is used on more than one SM, or by unassigned and assigned tasks",
 )
 ON_CHIP_UNASSIGNED = register(
-    "R310", _R, "§4", _W, "an SMEM/REGISTER buffer's users have no SM yet (they require same-SM placement)"
+    "R310", _R, _W, "an SMEM/REGISTER buffer's users have no SM yet (they require same-SM placement)"
 )
 PAGE_ALIAS = register(
     "R311",
     _R,
-    "§3.3",
     _E,
     "two buffers share a page but a use of one is not ordered before a write of the other",
 )
@@ -81,7 +77,7 @@ def _kind(ix: ProgramIndex, bid: int) -> BufferKind | None:
 
 
 def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """A wait on a counter with > 1 producer uses threshold == #producers (spec §3.2)."""
+    """A wait on a counter with > 1 producer uses threshold == #producers (spec §3.3)."""
     producers = ix.producers
     for pos, waits in enumerate(ix.waits):
         for _, c, t in waits:
@@ -103,7 +99,7 @@ def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
 def check_readonly_writes(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """WEIGHT, CONST and IO_INPUT buffers are read without producer edges, so nobody may write them.
 
-    Spec §3.2.
+    Spec §3.3.
     """
     for bid, writers in ix.writers.items():
         kind = _kind(ix, bid)
@@ -124,7 +120,7 @@ def check_readonly_writes(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Every read of a transient buffer follows every other writer of the elements it reads
-    (spec §3.2 and KV ordering); a task that reads elements only it writes reads stale data."""
+    (spec §3.3 and KV ordering); a task that reads elements only it writes reads stale data."""
     if not ix.acyclic:
         return
     pending: list[tuple[int, int, list[int]]] = []
@@ -202,7 +198,7 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Writers of one buffer: disjoint footprints under one counter, or a total order (beyond the
     spec). A declared writer whose footprint is empty writes nothing and is left out.
 
-    Spec §3.2.
+    Spec §3.3.
     """
     if not ix.acyclic:
         return
@@ -258,7 +254,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Every element a task reads of a written ACTIVATION, and every element of a written
     IO_OUTPUT, is written by some other task: a gap is read as unwritten data.
 
-    Spec §3.2.
+    Spec §3.3.
     """
     for bid, writers in ix.writers.items():
         buf = ix.buffers[bid]
@@ -322,7 +318,7 @@ def _show_gaps(gaps: list[Box], shape: tuple[int, ...]) -> str:
 def check_on_chip(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """SMEM/REGISTER buffers are private to one SM: all their users run on that SM (beyond the spec).
 
-    Spec §4.
+    Spec §1.6, §3.3.
     """
     for bid, buf in ix.buffers.items():
         space = getattr(buf, "space", None)

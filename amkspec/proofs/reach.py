@@ -1,4 +1,4 @@
-"""Happens-before queries over an acyclic dependency graph, near-linear in practice (spec §3.2).
+"""Happens-before queries over an acyclic dependency graph, near-linear in practice (spec §3.3).
 
 The race obligations ask "is task *a* a strict ancestor of task *b*?" only for
 specific pairs (a reader and another writer of its buffer, two writers, two page

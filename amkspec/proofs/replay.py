@@ -28,7 +28,7 @@ class ReplayError(ValueError):
 
 
 def initial_counters(prog: MegakernelProgram) -> Tally[int]:
-    """Counter id → its ``init`` (spec §1.4; the first record of an id wins, non-int inits count 0)."""
+    """Counter id → its ``init`` (spec §1.5; the first record of an id wins, non-int inits count 0)."""
     values: Tally[int] = Tally()
     seen: set[Any] = set()
     for c in prog.counters if isinstance(prog.counters, list) else []:

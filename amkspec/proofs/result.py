@@ -6,27 +6,11 @@ from typing import Any
 
 import attrs
 
-from amkspec.proofs.diagnostics import Diagnostic, Severity
+from amkspec.proofs.diagnostics import FAMILY_SECTION, Diagnostic, Severity
 
-SECTION_TITLES: dict[str, str] = {
-    "§1": "data model",
-    "§3.1": "deadlock-freedom",
-    "§3.2": "race-freedom",
-    "§3.3": "additional checks",
-    "§4": "buffer / page memory model",
-    "§5": "schedule configuration",
-    "§7": "instruction set",
-    "§8": "ABI mapping and launch",
-}
-"""Spec sections the report groups findings under (a clause is filed under its longest prefix)."""
-
-
-def section_of(clause: str) -> str:
-    """The report section of a clause: ``"§1.4"`` → ``"§1"``, ``"§3.2"`` → ``"§3.2"``."""
-    head = clause.split()[0] if clause else ""
-    while head and head not in SECTION_TITLES:
-        head = head.rpartition(".")[0]
-    return head or clause
+SECTION_TITLES: dict[str, str] = dict(FAMILY_SECTION.values())
+"""The sections of spec chapter 3 a report groups findings under, with their headings
+(``"§3.3"`` → ``"race-freedom"``): one per obligation family."""
 
 
 def _section_key(section: str) -> tuple[int, ...]:
@@ -71,10 +55,11 @@ class ValidationResult:
         return "VALID" if self.ok else "REJECTED"
 
     def by_section(self) -> dict[str, list[Diagnostic]]:
-        """Findings grouped by spec section, sections in spec order, findings in check order."""
+        """Findings grouped by their clause (a section of spec chapter 3), sections in spec order,
+        findings in check order."""
         groups: dict[str, list[Diagnostic]] = {}
         for d in self.diagnostics:
-            groups.setdefault(section_of(d.clause), []).append(d)
+            groups.setdefault(d.clause, []).append(d)
         return {k: groups[k] for k in sorted(groups, key=_section_key)}
 
     def report(self) -> str:

@@ -1,8 +1,8 @@
 """Structure obligations (codes S1xx): the program is well formed before anything is proved.
 
 Referential integrity, ids, ABI caps, opcode arity, required params and param
-types (spec §3.1 first bullet, §1.2–§1.4, §7), SM assignment range (§3.1) and
-the page table (§4). Each check is a generator of findings; a task with a
+types (spec §3.1, §1.3–§1.5, §7), SM assignment range (§3.1, §5.2) and
+the page table (§1.6). Each check is a generator of findings; a task with a
 structure error is recorded in ``ProgramIndex.rejected_tasks`` so that later
 families (memory safety) do not judge meaningless shapes.
 """
@@ -35,36 +35,35 @@ from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, regis
 from amkspec.proofs.index import ProgramIndex, as_list, is_int
 
 _S, _E, _W = Family.STRUCTURE, Severity.ERROR, Severity.WARNING
-DUPLICATE_ID = register("S101", _S, "§1", _E, "two buffers, counters, tasks or pages share an id")
+DUPLICATE_ID = register("S101", _S, _E, "two buffers, counters, tasks or pages share an id")
 ID_NOT_POSITION = register(
-    "S102", _S, "§8", _E, "a buffer, counter or task id is not an int equal to its list position"
+    "S102", _S, _E, "a buffer, counter or task id is not an int equal to its list position"
 )
-COUNTER_INIT = register("S103", _S, "§1.4", _E, "a counter's init is not 0")
-UNKNOWN_BUFFER = register("S104", _S, "§3.1", _E, "a task input or output names no buffer")
-UNKNOWN_COUNTER = register("S105", _S, "§3.1", _E, "an out_counter or a wait names no counter")
-ABI_CAP = register("S106", _S, "§1.3", _E, "more than 8 inputs, 4 outputs or 8 waits")
+COUNTER_INIT = register("S103", _S, _E, "a counter's init is not 0")
+UNKNOWN_BUFFER = register("S104", _S, _E, "a task input or output names no buffer")
+UNKNOWN_COUNTER = register("S105", _S, _E, "an out_counter or a wait names no counter")
+ABI_CAP = register("S106", _S, _E, "more than 8 inputs, 4 outputs or 8 waits")
 BAD_BUFFER = register(
     "S107",
     _S,
-    "§1.2",
     _E,
     "a buffer's rank exceeds 4, a dim is not a non-negative int, or an enum field is invalid",
 )
-BAD_THRESHOLD = register("S108", _S, "§1.4", _E, "a wait threshold is not a positive int")
-ARITY = register("S109", _S, "§7", _E, "input or output count outside the opcode's OP_REGISTRY arity")
-MISSING_PARAM = register("S110", _S, "§7", _E, "a required param of the opcode is missing")
+BAD_THRESHOLD = register("S108", _S, _E, "a wait threshold is not a positive int")
+ARITY = register("S109", _S, _E, "input or output count outside the opcode's OP_REGISTRY arity")
+MISSING_PARAM = register("S110", _S, _E, "a required param of the opcode is missing")
 PARAM_TYPE = register(
-    "S111", _S, "§3.1", _E, "a param value does not fit its PARAM_FIELDS type (int32 / finite float32)"
+    "S111", _S, _E, "a param value does not fit its PARAM_FIELDS type (int32 / finite float32)"
 )
-UNKNOWN_PARAM = register("S112", _S, "§7", _W, "a param key is not in PARAM_FIELDS (it will not marshal)")
-BAD_SM = register("S113", _S, "§3.1", _E, "a task's sm is not an int in [0, target.num_sms)")
+UNKNOWN_PARAM = register("S112", _S, _W, "a param key is not in PARAM_FIELDS (it will not marshal)")
+BAD_SM = register("S113", _S, _E, "a task's sm is not an int in [0, target.num_sms)")
 BAD_PAGE_TABLE = register(
-    "S114", _S, "§4", _E, "the page table names a missing buffer or page, or a page record is malformed"
+    "S114", _S, _E, "the page table names a missing buffer or page, or a page record is malformed"
 )
-PAGE_TOO_SMALL = register("S115", _S, "§4", _E, "a page is smaller than a buffer bound to it")
-PAGED_NON_ACTIVATION = register("S116", _S, "§4", _E, "a buffer that is not an ACTIVATION is bound to a page")
+PAGE_TOO_SMALL = register("S115", _S, _E, "a page is smaller than a buffer bound to it")
+PAGED_NON_ACTIVATION = register("S116", _S, _E, "a buffer that is not an ACTIVATION is bound to a page")
 BUFFER_TOO_LARGE = register(
-    "S117", _S, "§5.1", _E,
+    "S117", _S, _E,
     "a buffer is larger than the target's hbm_bytes (without a target: max_buffer_bytes_no_target)",
 )
 
@@ -124,7 +123,7 @@ def check_ids(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Counters start at 0 for every launch (spec §1.4, §2)."""
+    """Counters start at 0 for every launch (spec §1.5, §2)."""
     for c in as_list(ix.prog.counters):
         init = getattr(c, "init", None)
         if not (is_int(init) and init == 0):
@@ -140,7 +139,7 @@ def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def buffer_problem(buf: Any) -> str | None:
-    """Why a buffer record is malformed (spec §1.2), or None."""
+    """Why a buffer record is malformed (spec §1.3), or None."""
     for field, enum_type in (("kind", BufferKind), ("dtype", DType), ("space", MemSpace)):
         if not isinstance(getattr(buf, field, None), enum_type):
             return f"{field} {getattr(buf, field, None)!r} is not a {enum_type.__name__}"
@@ -156,8 +155,8 @@ def buffer_problem(buf: Any) -> str | None:
 
 
 def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Every buffer record is well formed (:func:`buffer_problem`, spec §1.2) and fits the
-    target's memory (:func:`buffer_cap`, spec §5.1)."""
+    """Every buffer record is well formed (:func:`buffer_problem`, spec §1.3) and fits the
+    target's memory (:func:`buffer_cap`, spec §5.2)."""
     cap, where = buffer_cap(ix.prog)
     for buf in as_list(ix.prog.buffers):
         problem = buffer_problem(buf)
@@ -175,7 +174,7 @@ def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 def buffer_cap(prog: Any) -> tuple[int, str]:
-    """The most bytes one buffer may take, and what sets it: the target's ``hbm_bytes`` (spec §5.1),
+    """The most bytes one buffer may take, and what sets it: the target's ``hbm_bytes`` (spec §5.2),
     else the stated cap ``max_buffer_bytes_no_target`` of :mod:`amkspec.ir.limits`."""
     hbm = getattr(getattr(prog, "target", None), "hbm_bytes", None)
     if is_int(hbm) and hbm > 0:
@@ -411,7 +410,7 @@ def page_index(ix: ProgramIndex) -> dict[int, Page]:
 
 
 def check_pages(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """The page table binds existing ACTIVATION buffers to existing pages large enough (spec §4)."""
+    """The page table binds existing ACTIVATION buffers to existing pages large enough (spec §1.6)."""
     alloc = ix.prog.pages
     if alloc is None:
         return

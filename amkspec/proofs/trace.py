@@ -1,4 +1,4 @@
-"""Execution traces: sequences of task ``start``/``end`` events (DESIGN.md execution model).
+"""Execution traces: sequences of task ``start``/``end`` events (spec §2.2).
 
 A trace is what a witness is made of, what the replay checker re-executes and
 what the ReferenceVM's replay policy follows. Its JSON form is
@@ -42,5 +42,5 @@ Trace = tuple[Event, ...]
 
 
 def trace_from_json(items: Iterable[dict[str, Any]]) -> Trace:
-    """A trace from its JSON form (DESIGN.md execution model); ValueError on a malformed event."""
+    """A trace from its JSON form (spec §2.2); ValueError on a malformed event."""
     return tuple(Event.from_dict(item) for item in items)

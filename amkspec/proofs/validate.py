@@ -23,7 +23,7 @@ from amkspec.proofs.memory import check_memory_safety
 from amkspec.proofs.result import ValidationResult
 
 INTERNAL_ERROR = register(
-    "S199", Family.STRUCTURE, "§3", Severity.ERROR, "internal validator error (the program is rejected)"
+    "S199", Family.STRUCTURE, Severity.ERROR, "internal validator error (the program is rejected)"
 )
 
 Check = Callable[[ProgramIndex], Iterable[Diagnostic]]

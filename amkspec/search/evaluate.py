@@ -1,4 +1,4 @@
-"""``evaluate``: one ScheduleConfig → one honest verdict (the Loop-2 verdict, OPS_FACTS §14).
+"""``evaluate``: one ScheduleConfig → one honest verdict (the Loop-2 verdict; search guide, "The verdict").
 
 The pipeline, first failure wins: check the knobs (:mod:`amkspec.lower.knobs`, launch feasibility
 included) → lower → :func:`amkspec.validate` → run one decode step at position 0 on the chosen VM →

@@ -21,7 +21,7 @@ RACY_DEPTH = 3
 def racy_prefetch_lowering(model: ModelConfig, target: GpuTarget, config: ScheduleConfig, pos: int
                            ) -> MegakernelProgram:
     """amkspec's lowering, except that at ``pipelining_depth >= 3`` each layer's SwiGLU stops waiting
-    for its up projection: the kind of bug an aggressive prefetch introduces (spec §3.2 race)."""
+    for its up projection: the kind of bug an aggressive prefetch introduces (spec §3.3 race)."""
     prog = default_lowering(model, target, config, pos)
     if config.pipelining_depth >= RACY_DEPTH:
         for task in prog.tasks:

@@ -1,7 +1,7 @@
-"""Torch storage types of the IR dtypes (spec §1.1).
+"""Torch storage types of the IR dtypes (spec §1.2).
 
 ``I4`` is stored packed, two levels per byte, in a ``uint8`` tensor whose last
-dimension is ``ceil(K / 2)`` for a logical ``[..., K]`` buffer (spec §1.1, OPS_FACTS §4).
+dimension is ``ceil(K / 2)`` for a logical ``[..., K]`` buffer (spec §1.2, §7.7).
 F8 types map to torch's float8 types; the original fell back to bfloat16 where
 torch lacked them.
 """
@@ -39,5 +39,5 @@ def storage_shape(dtype: DType, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def empty_storage(buffer: Buffer) -> torch.Tensor:
-    """A zero-filled tensor for ``buffer`` (spec §4: activations start as zeros in the VM)."""
+    """A zero-filled tensor for ``buffer`` (spec §2.4: activations start as zeros in the VM)."""
     return torch.zeros(storage_shape(buffer.dtype, buffer.shape), dtype=torch_dtype(buffer.dtype))

@@ -1,4 +1,4 @@
-"""FUSED: a recipe of primitive steps run as one task (spec §7, OPS_FACTS §3.19).
+"""FUSED: a recipe of primitive steps run as one task (spec §7.8).
 
 ``params["recipe"] = {"steps": [step, ...]}``; a step is
 ``{"op": opcode, "args": [ref, ...], "out": "final" | -1 | j, "params": {...},

@@ -1,4 +1,4 @@
-"""Weight-only quantization: storage, packing and dequantization (spec §7, OPS_FACTS §4).
+"""Weight-only quantization: storage, packing and dequantization (spec §7.7).
 
 Levels are grouped along K (the reduction axis) in contiguous groups of ``group``
 columns; column ``k`` uses scale ``k // group``. Scales (and zero points) are
@@ -96,7 +96,7 @@ def _stored(scale: Tensor) -> Tensor:
 
 
 def quantize(w: Tensor, bits: int, group: int = 128, symmetric: bool = True) -> QuantizedWeight:
-    """Quantize a float ``[N, K]`` weight per group along K (OPS_FACTS §4); bits is 4 or 8.
+    """Quantize a float ``[N, K]`` weight per group along K (spec §7.7); bits is 4 or 8.
 
     Levels are computed against the float16-rounded scale that is stored, so every
     weight dequantizes to within half a step of its original value."""
@@ -135,7 +135,7 @@ def quantize(w: Tensor, bits: int, group: int = 128, symmetric: bool = True) -> 
     "(I4 with zeros) or q (otherwise); float32, then cast",
 )
 def dequant(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
-    """Spec §7 DEQUANT, unpacking packed I4 nibbles (the original did not, OPS_FACTS §15)."""
+    """Spec §7.7 DEQUANT, unpacking packed I4 nibbles (the original did not: see the differences pages)."""
     arity(inputs, outputs, _K.DEQUANT, 2, 1)
     q, out = inputs[0], outputs[0]
     rows = q.shape[:-1] if q.dim() else ()

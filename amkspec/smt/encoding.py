@@ -1,4 +1,4 @@
-"""Z3 encoding of counter-state executions (DESIGN.md "The execution model the SMT layer encodes").
+"""Z3 encoding of counter-state executions (spec §2.2; the verification guide, "The execution model").
 
 Every task ``i`` has integer event times ``s_i < e_i`` (start, end). An event
 *happens* when its time is negative: the encoding describes execution
@@ -8,10 +8,10 @@ strict, and a trace lists equal-time ends before starts.
 
 For a task that starts (``s_i < 0``):
 
-* each wait ``(c, t)`` holds: ``init(c) + #{p ∈ producers(c) : e_p < s_i} ≥ t`` (spec §1.4,
+* each wait ``(c, t)`` holds: ``init(c) + #{p ∈ producers(c) : e_p < s_i} ≥ t`` (spec §1.5,
   §2; an all-join wait becomes ``e_p < s_i`` for every producer, a partial one a
   pseudo-boolean sum, a wait whose threshold the init already reaches nothing);
-* its SM-queue predecessor has ended: ``e_prev < s_i`` (spec §3.1, per-SM queue).
+* its SM-queue predecessor has ended: ``e_prev < s_i`` (spec §3.2, per-SM queue).
 
 Constraints are added lazily for the ancestor closure of the tasks a query
 names (:meth:`Encoding.ensure`) and stay on one solver; each query pushes its

@@ -48,7 +48,7 @@ def _tile(
 
 
 def partial_join_race() -> MegakernelProgram:
-    """Two tiles signal one counter; the consumer waits for only one of them (spec §3.2)."""
+    """Two tiles signal one counter; the consumer waits for only one of them (spec §3.3)."""
     b = ProgramBuilder()
     x, w = _start(b)
     h = b.new_buffer("h", ACT, DType.F32, (1, 16))
@@ -61,7 +61,7 @@ def partial_join_race() -> MegakernelProgram:
 
 
 def kv_race() -> MegakernelProgram:
-    """Attention waits for the K append but not for the V append (spec §3.2, KV ordering)."""
+    """Attention waits for the K append but not for the V append (spec §3.3, KV ordering)."""
     b = ProgramBuilder()
     q = b.new_buffer("q", BufferKind.IO_INPUT, DType.F32, (1, 8))
     k = b.new_buffer("k", BufferKind.IO_INPUT, DType.F32, (1, 8))
@@ -99,7 +99,7 @@ def threshold_too_high() -> MegakernelProgram:
 
 
 def sm_queue_deadlock() -> MegakernelProgram:
-    """Passes the reference validator's pairwise SM-queue rule, yet the queues block (spec §3.1).
+    """Passes the reference validator's pairwise SM-queue rule, yet the queues block (spec §3.2).
 
     ``first`` (SM 0) waits for ``relay`` (no SM), which waits for ``second``, queued
     behind ``first`` on SM 0: no edge joins two tasks of one SM, but the cycle
@@ -155,7 +155,7 @@ def unwritten_read() -> MegakernelProgram:
 def rule_only_partial_join() -> MegakernelProgram:
     """A partial wait on a shared counter whose producers' outputs the waiter never reads.
 
-    The all-join rule (spec §3.2) rejects it, yet no execution misbehaves: a rule-only rejection.
+    The all-join rule (spec §3.3) rejects it, yet no execution misbehaves: a rule-only rejection.
     """
     b = ProgramBuilder()
     x, w = _start(b)

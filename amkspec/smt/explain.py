@@ -22,21 +22,22 @@ import attrs
 
 from amkspec.ir import MegakernelProgram
 from amkspec.proofs import Diagnostic, Severity, validate
-from amkspec.proofs.diagnostics import CODES
+from amkspec.proofs.diagnostics import CODES, Family
 from amkspec.proofs.replay import ReplayError, check_witness
 from amkspec.smt.queries import Prover, QueryResult
 from amkspec.smt.view import PageShare, Unencodable
 from amkspec.smt.witness import Witness
 
 CLAUSE_OF_KIND = {
-    "read-race": "§3.2",
-    "kv-race": "§3.2",
-    "unwritten-read": "§3.2",
-    "write-race": "§3.2",
-    "page-clobber": "§3.3",
-    "deadlock": "§3.1",
-    "cycle": "§3.1",
+    "read-race": Family.RACES.section,
+    "kv-race": Family.RACES.section,
+    "unwritten-read": Family.RACES.section,
+    "write-race": Family.RACES.section,
+    "page-clobber": Family.RACES.section,
+    "deadlock": Family.DEADLOCK.section,
+    "cycle": Family.DEADLOCK.section,
 }
+"""The spec section that rules out each kind of bad execution a Z3 query looks for."""
 
 KIND_OF_CODE = {
     "S103": "counter-init",

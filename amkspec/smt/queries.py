@@ -3,7 +3,7 @@
 Each query asks for a bad execution. UNSAT is a proof that none exists for
 this program; SAT yields a :class:`~amkspec.smt.witness.Witness`:
 
-* **read race** (spec §3.2): a reader of a transient buffer (ACTIVATION,
+* **read race** (spec §3.3): a reader of a transient buffer (ACTIVATION,
   IO_OUTPUT, or a KV_CACHE written this pass) starts while some other writer
   of it has not ended: ``s_r < e_w``;
 * **write race**: two writers with overlapping footprints run at the same
@@ -11,10 +11,10 @@ this program; SAT yields a :class:`~amkspec.smt.witness.Witness`:
   sets of reachable states are closed under union, so from the union of the
   states where each could start, both can start. Unless they share an SM
   queue, which fixes their order. One query therefore covers both cases.)
-* **page clobber** (spec §4): a write of one occupant of a page lands inside
+* **page clobber** (spec §1.6, §3.3): a write of one occupant of a page lands inside
   the live range of another: it lands after that occupant was written and starts
   before a reader of it starts (so the read sees the page overwritten);
-* **deadlock** (spec §3.1): a reachable state where nothing runs, not every
+* **deadlock** (spec §3.2): a reachable state where nothing runs, not every
   task finished, and every unstarted task is blocked by an unmet wait or an
   unfinished SM-queue predecessor;
 * **cycle**: a cycle of producer→consumer and SM-queue edges;

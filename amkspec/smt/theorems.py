@@ -59,7 +59,7 @@ RULES = {
 
 @attrs.frozen
 class TheoremResult:
-    """The outcome of one bounded soundness theorem under one rule set (spec §3.2, §3.3)."""
+    """The outcome of one bounded soundness theorem under one rule set (spec §3.3)."""
 
     name: str
     statement: str
@@ -345,7 +345,7 @@ def _page_clobber(p: SymbolicProgram) -> z3.BoolRef:
 
 @attrs.frozen
 class Theorem:
-    """A theorem: no symbolic program obeying the rules has a ``bad`` execution (spec §3.2, §3.3)."""
+    """A theorem: no symbolic program obeying the rules has a ``bad`` execution (spec §3.3)."""
 
     name: str
     statement: str

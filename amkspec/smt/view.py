@@ -66,7 +66,7 @@ class ReadObligation:
 
 @attrs.frozen
 class WriterPair:
-    """Two tasks whose write footprints on ``buffer`` overlap (spec §3.2, write-after-write)."""
+    """Two tasks whose write footprints on ``buffer`` overlap (spec §3.3, write-after-write)."""
 
     a: int
     b: int
@@ -75,7 +75,7 @@ class WriterPair:
 
 @attrs.frozen
 class PageShare:
-    """Buffers ``a`` and ``b`` occupy the same page (spec §4, page reuse)."""
+    """Buffers ``a`` and ``b`` occupy the same page (spec §1.6, page reuse)."""
 
     page: int
     a: int
@@ -96,7 +96,7 @@ class ProgramView:
     buffer_users: dict[int, tuple[list[int], list[int]]]
     """buffer id → (task indices that read it, task indices that write it)."""
     init: dict[int, int] = attrs.Factory(dict)
-    """counter id → its ``init`` value (a counter starts there, spec §1.4)."""
+    """counter id → its ``init`` value (a counter starts there, spec §1.5)."""
 
     def preds(self, i: int) -> list[int]:
         """Direct predecessors of task ``i``: producers of its waits and its SM-queue predecessor."""

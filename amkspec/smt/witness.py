@@ -68,7 +68,7 @@ class Blocked:
 @attrs.frozen
 class CycleEdge:
     """An edge of a wait cycle: ``src`` must end before ``dst`` can start, ``via`` a counter or an
-    SM queue (spec §3.1)."""
+    SM queue (spec §3.2)."""
 
     src: int
     dst: int

@@ -17,7 +17,7 @@ from amkspec.ir import MegakernelProgram
 @attrs.frozen
 class ProgramIndex:
     """Task ids in list order, their ``id:label`` names, opcodes, SMs, waits and the producers
-    of every counter (spec §2), plus the SM-queue predecessor of each assigned task (spec §3.1)."""
+    of every counter (spec §2), plus the SM-queue predecessor of each assigned task (spec §3.2)."""
 
     order: tuple[int, ...]
     names: dict[int, str]

@@ -1,4 +1,4 @@
-"""Binding a program's buffers to tensors for one launch (spec §2 decode-loop model, §4).
+"""Binding a program's buffers to tensors for one launch (spec §2.3 decode-loop model, §1.6).
 
 WEIGHT/CONST come from ``weights[source]`` (or the buffer name when it has no
 source), IO_INPUT from ``inputs[name]``, KV_CACHE from ``kv[name]`` or the
@@ -81,7 +81,7 @@ def convert(value: Any, buffer: Buffer, what: str, private: bool) -> Tensor:
 
 
 def _paged(program: MegakernelProgram) -> dict[int, Tensor]:
-    """ACTIVATION buffer id → a view of its page's storage (spec §4)."""
+    """ACTIVATION buffer id → a view of its page's storage (spec §1.6)."""
     if program.pages is None:
         return {}
     pages = {p.id: p for p in program.pages.pages}

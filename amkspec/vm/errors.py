@@ -50,7 +50,7 @@ class StuckTask:
 
 
 class DeadlockError(AmkspecError, RuntimeError):
-    """No task can start but some never ran (spec §3.1): names the stuck tasks and counter values."""
+    """No task can start but some never ran (spec §3.2): names the stuck tasks and counter values."""
 
     SHOWN = 16
 

@@ -10,7 +10,7 @@ recorded with the other writers of the elements it reads (the footprints of
 :mod:`amkspec.proofs.footprint`) that had ended and those that had not; the
 latter, and reads of elements no other task writes at all (an ACTIVATION or
 IO_OUTPUT gap, a task reading its own output), are the stale reads. Reads of
-read-only kinds are recorded when some task writes them (spec §3.2, R307).
+read-only kinds are recorded when some task writes them (spec §3.3, R307).
 
 A task's write footprint is found by running it twice on private outputs
 pre-filled with two different sentinels: the elements both runs agree on are

@@ -1,4 +1,4 @@
-"""Tables of the data-model, schedule-config and JSON chapters (spec §1, §4, §5, §6, §8).
+"""Tables of the data-model, schedule-config and JSON chapters (spec §1, §5, §6, §8).
 
 Every function returns ``(headers, rows)`` built from :mod:`amkspec.ir` at build time.
 """
@@ -57,7 +57,7 @@ def _yes(flag: bool) -> str:
 
 
 def dtypes() -> Table:
-    """DType names, ABI codes, storage bits and the bytes of 1 and 3 elements (§1.1)."""
+    """DType names, ABI codes, storage bits and the bytes of 1 and 3 elements (§1.2)."""
     rows = [
         [_code(d.name), str(d.value), str(d.bits), str(d.nbytes(1)), str(d.nbytes(3)),
          "float" if d.is_float else ("integer" if d.is_integer else "boolean")]
@@ -67,13 +67,13 @@ def dtypes() -> Table:
 
 
 def mem_spaces() -> Table:
-    """MemSpace names and codes, and whether the space is private to one SM (§1.1, §4)."""
+    """MemSpace names and codes, and whether the space is private to one SM (§1.2, §1.6)."""
     rows = [[_code(m.name), str(m.value), _yes(m in ON_CHIP_SPACES)] for m in MemSpace]
     return ["MemSpace", "Code", "On-chip (one SM only)"], rows
 
 
 def buffer_kinds() -> Table:
-    """BufferKind names and codes, and whether reading needs no producer (§1.1, §4)."""
+    """BufferKind names and codes, and whether reading needs no producer (§1.2, §1.6)."""
     rows = [[_code(k.name), str(k.value), _yes(k in READONLY_KINDS)] for k in BufferKind]
     return ["BufferKind", "Code", "Read-only (needs no producer)"], rows
 
@@ -85,7 +85,7 @@ def _inputs(lo: int, hi: int) -> str:
 
 
 def opcodes() -> Table:
-    """InstructionKind codes with their OP_REGISTRY arity and required params (§1.1, §7)."""
+    """InstructionKind codes with their OP_REGISTRY arity and required params (§1.2, §7)."""
     rows = []
     for kind in InstructionKind:
         spec = OP_REGISTRY[kind]
@@ -161,24 +161,24 @@ def program_fields() -> Table:
 
 
 def buffer_fields() -> Table:
-    """Buffer fields (§1.2)."""
+    """Buffer fields (§1.3)."""
     return _fields(Buffer)
 
 
 def task_fields() -> Table:
-    """Task fields (§1.3)."""
+    """Task fields (§1.4)."""
     return _fields(Task)
 
 
 def counter_wait_fields() -> Table:
-    """Counter and Wait fields (§1.4)."""
+    """Counter and Wait fields (§1.5)."""
     h, counters = _fields(Counter)
     _, waits = _fields(Wait)
     return ["Record", *h], [["Counter", *r] for r in counters] + [["Wait", *r] for r in waits]
 
 
 def page_fields() -> Table:
-    """Page and PageAllocation fields (§4)."""
+    """Page and PageAllocation fields (§1.6)."""
     h, pages = _fields(Page)
     _, allocs = _fields(PageAllocation)
     return ["Record", *h], [["PageAllocation", *r] for r in allocs] + [["Page", *r] for r in pages]
@@ -190,12 +190,12 @@ def schedule_config_fields() -> Table:
 
 
 def gpu_target_fields() -> Table:
-    """GpuTarget fields (§5.1)."""
+    """GpuTarget fields (§5.2)."""
     return _fields(GpuTarget)
 
 
 def builtin_targets() -> Table:
-    """The eight built-in targets and their decode floors for 1 GB of weights (§5.1)."""
+    """The eight built-in targets and their decode floors for 1 GB of weights (§5.2)."""
     rows = []
     for t in TARGETS.values():
         measured = f"{t.measured_bw_gbs:g}" if t.measured_bw_gbs > 0 else "n/a"

@@ -33,7 +33,7 @@ def model_presets() -> Table:
 
 
 def toy_tasks() -> Table:
-    """The toy's whole task list at pos 0 (N_tile 64): the emission order of OPS_FACTS §9.3."""
+    """The toy's whole task list at pos 0 (N_tile 64): the emission order of the lowering."""
     prog = lower("toy", "rtx5090", DEFAULT, compat=True)
     names = {b.id: b.name for b in prog.buffers}
     notes = {c.id: c.note for c in prog.counters}
@@ -47,7 +47,7 @@ def toy_tasks() -> Table:
 
 
 def tile_widths() -> Table:
-    """Tile widths for a few N under three tilings (OPS_FACTS §16)."""
+    """Tile widths for a few N under three tilings."""
     tilings = {"empty tiling": {}, "N_tile 64": {"gemv": {"N_tile": 64}}, "N_tile 8": {"gemv": {"N_tile": 8}}}
     ns = [32, 64, 128, 2048, 3000, 5000]
     rows = [[name] + [str(tile_width(n, t)) for n in ns] for name, t in tilings.items()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from amkspec.conformance.rules import rule_id_for_code
 from amkspec.proofs.diagnostics import CODES, Family
 from amkspec.proofs.memory import SHAPE_RULES
 
@@ -29,19 +30,20 @@ def shape_rules() -> Table:
 
 
 def memory_codes() -> Table:
-    """The M4xx codes with their clause, summary and the opcodes whose rules use them."""
+    """The M4xx codes (clause §3.4) with the rule each witnesses, summary and the opcodes whose rules
+    use them."""
     users: dict[str, list[str]] = {}
     for op, rules in sorted(SHAPE_RULES.items()):
         for rule in rules:
             if op.name not in users.setdefault(rule.code, []):
                 users[rule.code].append(op.name)
     rows = [
-        [code, info.clause, info.severity.value, _escape(info.summary),
+        [code, rule_id_for_code(code), info.severity.value, _escape(info.summary),
          ", ".join(f"``{name}``" for name in users.get(code, []))]
         for code, info in CODES.items()
         if info.family is Family.MEMORY
     ]
-    return ["Code", "Clause", "Severity", "Summary", "Opcodes"], rows
+    return ["Code", "Rule", "Severity", "Summary", "Opcodes"], rows
 
 
 def _escape(text: str) -> str:

@@ -23,7 +23,7 @@ def test_valid_file_exits_0() -> None:
 def test_rejected_file_exits_1_with_section_and_code() -> None:
     out = CliRunner().invoke(main, ["validate", TOY, REJECTED])
     assert out.exit_code == 1
-    assert "§3.2 race-freedom" in out.output and "R301" in out.output
+    assert "§3.3 race-freedom" in out.output and "R301" in out.output
 
 
 def test_json_output_has_one_result_per_file() -> None:
@@ -31,7 +31,7 @@ def test_json_output_has_one_result_per_file() -> None:
     assert out.exit_code == 1
     files = json.loads(out.output)["files"]
     assert [f["verdict"] for f in files] == ["accepted", "rejected"]
-    assert files[1]["codes"] == ["R301"] and files[1]["diagnostics"][0]["clause"] == "§3.2"
+    assert files[1]["codes"] == ["R301"] and files[1]["diagnostics"][0]["clause"] == "§3.3"
 
 
 def test_unreadable_file_exits_2_with_one_line(tmp_path: Path) -> None:

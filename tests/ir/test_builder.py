@@ -1,4 +1,4 @@
-"""The ProgramBuilder: ids are list positions, fresh counters, all-join helpers (spec §1, §3.2)."""
+"""The ProgramBuilder: ids are list positions, fresh counters, all-join helpers (spec §1, §3.3)."""
 
 from __future__ import annotations
 

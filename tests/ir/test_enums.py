@@ -1,4 +1,4 @@
-"""Canonical codes, sizes, caps, versions, opcode registry and param layout (spec §1.1, §7, §8)."""
+"""Canonical codes, sizes, caps, versions, opcode registry and param layout (spec §1.2, §7, §8)."""
 
 from __future__ import annotations
 

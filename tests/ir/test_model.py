@@ -1,4 +1,4 @@
-"""Derived properties of the data model (spec §1.2, §4) and the one-screen summary."""
+"""Derived properties of the data model (spec §1.3, §1.6) and the one-screen summary."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GpuTarget records and the eight built-in targets (spec §5.1)."""
+"""GpuTarget records and the eight built-in targets (spec §5.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Quantized lowering: I4/I8 projections with F16 scales (OPS_FACTS §4, §9.3)."""
+"""Quantized lowering: I4/I8 projections with F16 scales (spec §7.7; the lowering guide)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""sm_assignment and page_allocation are consumed, and the results are safe (spec §3.1, §4)."""
+"""sm_assignment and page_allocation are consumed, and the results are safe (spec §3.2, §1.6)."""
 
 from __future__ import annotations
 

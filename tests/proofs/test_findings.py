@@ -1,4 +1,4 @@
-"""Regression tests of issue 9's findings on validate() and explain (spec §3.2, §3.3).
+"""Regression tests of issue 9's findings on validate() and explain (spec §3.3).
 
 1. Two GEMM tiles writing the same columns with different ``m_off``, unordered, race: the
    semantics write every row, so validate rejects (R306) and explain proves nothing.

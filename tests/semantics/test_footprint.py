@@ -1,4 +1,4 @@
-"""The footprint module states exactly what the reference numerics read and write (spec §3.2, §7).
+"""The footprint module states exactly what the reference numerics read and write (spec §3.3, §7).
 
 For every opcode (FUSED recipes included) hypothesis draws params, shapes, dtypes and offsets,
 runs the task on shadow memory (:mod:`tests.semantics.shadow`) and compares the touched stored

@@ -1,4 +1,4 @@
-"""Binding weights, inputs and KV caches: checks, lossless casts, no mutation of the caller (spec §2, §4)."""
+"""Binding weights, inputs and KV caches: checks, lossless casts, no mutation of the caller (spec §2.4)."""
 
 from __future__ import annotations
 

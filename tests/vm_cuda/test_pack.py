@@ -106,7 +106,7 @@ def test_unpacking_the_image_gives_back_the_program(program: MegakernelProgram) 
 
 
 def _check_pages(program: MegakernelProgram, table: np.ndarray, buf_ix: dict[int, int]) -> None:
-    """ACTIVATION buffers on one page share storage; every other buffer has its own (spec §4)."""
+    """ACTIVATION buffers on one page share storage; every other buffer has its own (spec §1.6)."""
     page_of = program.pages.buffer_to_page if program.pages is not None else {}
     starts: dict[int, set[int]] = {}
     for buf in program.buffers:

@@ -1,4 +1,4 @@
-/* Element access by runtime dtype (spec §1.1): portable bit conversions for F16, BF16 and
+/* Element access by runtime dtype (spec §1.2): portable bit conversions for F16, BF16 and
  * the F8 types (round to nearest even, as torch converts), integer conversions with torch's
  * truncate-then-wrap, and the two load/store paths of amkspec.semantics:
  *   amk_ld / amk_st     — "f32(t)" and the final cast of a float32 result;

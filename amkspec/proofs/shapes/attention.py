@@ -1,5 +1,4 @@
-"""ATTENTION_TILE, ATTENTION_COMBINE, ROPE and KV_APPEND (OPS_FACTS §3.7, §3.8, §3.16, §3.18;
-spec §7).
+"""ATTENTION_TILE, ATTENTION_COMBINE, ROPE and KV_APPEND (spec §7.5, chapter 4).
 
 Caches are position-major: ``[max_seq, n_kv_heads, head_dim]``, or
 ``[B, max_seq, n_kv_heads, head_dim]`` in the batched form.

@@ -1,4 +1,4 @@
-"""The M4xx diagnostic codes: one per shape/dtype rule (spec §7, memory safety).
+"""The M4xx diagnostic codes: one per shape/dtype rule (spec §3.4 and chapter 4, memory safety).
 
 Each rule guards a way a task could make a VM read or write outside a buffer,
 or compute from elements that do not mean what the opcode assumes.
@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from amkspec.proofs.diagnostics import Family, Severity, register
 
-CLAUSE = "§7"
-
 
 def _m(code: str, summary: str) -> str:
-    return register(code, Family.MEMORY, CLAUSE, Severity.ERROR, summary)
+    return register(code, Family.MEMORY, Severity.ERROR, summary)
 
 
 # GEMV_TILE / GEMM_TILE / DEQUANT
@@ -57,7 +55,7 @@ KV_ROWS = _m("M439", "KV_APPEND rows pos..pos+n-1 not inside the cache")
 KV_NEW_SHAPE = _m("M440", "KV_APPEND new values do not match the cache row shape")
 KV_NOT_IN_PLACE = _m("M441", "KV_APPEND input[1] is not the cache it writes (outputs[0])")
 
-# FUSED recipes (OPS_FACTS §3.19)
+# FUSED recipes (spec §7.8)
 RECIPE_FORM = _m(
     "M450", "FUSED recipe malformed (not a dict, no steps, bad out/out_shape/out_dtype, no final)"
 )

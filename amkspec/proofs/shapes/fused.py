@@ -1,4 +1,4 @@
-"""FUSED recipes: well-formedness (OPS_FACTS §3.19) and each step's own shape rules (spec §7).
+"""FUSED recipes: well-formedness (spec §7.8) and each step's own shape rules (spec §7).
 
 A recipe is ``{"steps": [{"op", "args", "out", "params", "out_shape", "out_dtype"}, ...]}``;
 args are ``{"in": k}`` (task input ``k``) or ``{"s": j}`` (scratch ``j`` of an earlier
@@ -116,7 +116,7 @@ def _check_device_pattern(ctx: OpContext, dispatch: Callable[[OpContext], None])
 
 
 def parse_recipe(ctx: OpContext) -> list[Step] | None:
-    """The recipe's steps, or None after reporting every structural error (OPS_FACTS §3.19)."""
+    """The recipe's steps, or None after reporting every structural error (spec §7.8)."""
     recipe = ctx.params.get("recipe")
     steps = recipe.get("steps") if isinstance(recipe, dict) else None
     if not isinstance(steps, list) or not steps:

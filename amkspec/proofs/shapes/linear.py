@@ -1,4 +1,4 @@
-"""GEMV_TILE, GEMM_TILE and DEQUANT (OPS_FACTS §3.6, §3.13, §4; spec §7).
+"""GEMV_TILE, GEMM_TILE and DEQUANT (spec §7.4, §7.7, chapter 4).
 
 A tile computes ``x @ W[n_off:n_off+N_tile].T`` into ``out[..., n_off:n_off+N_tile]``
 with ``W`` in ``[N, K]`` layout. The quantized path (qdtype 6/7 and scales) reads
@@ -12,7 +12,7 @@ from amkspec.proofs.shapes import codes as C
 from amkspec.proofs.shapes.context import OpContext, Operand, Rule
 
 QUANT_DTYPES = {6: DType.I8, 7: DType.I4}
-"""qdtype param → the dtype of the packed weight buffer (OPS_FACTS §4)."""
+"""qdtype param → the dtype of the packed weight buffer (spec §7.7)."""
 
 MATMUL_RULES = (
     Rule(C.ROW_MISMATCH, "`x` and `out` have a last dim and the same number of rows `prod(shape[:-1])`"),

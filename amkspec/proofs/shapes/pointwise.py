@@ -1,5 +1,4 @@
-"""EMBED, the norms, the elementwise ops, SOFTMAX and SAMPLE_ARGMAX (OPS_FACTS §3.2-§3.5,
-§3.9-§3.12, §3.14, §3.15, §3.17; spec §7).
+"""EMBED, the norms, the elementwise ops, SOFTMAX and SAMPLE_ARGMAX (spec §7, chapter 4).
 """
 
 from __future__ import annotations
