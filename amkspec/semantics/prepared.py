@@ -14,12 +14,14 @@ the ones the task reads and writes (the ReferenceVM's launch frame, :mod:`amkspe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
-from amkspec.ir import InstructionKind
+from amkspec.ir import AttentionFlags, InstructionKind
+from amkspec.semantics import attention, movement
 from amkspec.semantics.linear import QUANT_CODES
 from amkspec.semantics.registry import Params, Tensor
 
@@ -107,12 +109,112 @@ def _silu_mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> St
     return step
 
 
+def _embed(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """EMBED (:func:`amkspec.semantics.movement.embed`); ids out of range go to the reference
+    function, which raises its error."""
+    if len(inputs) < 2 or len(outputs) < 1:
+        return None
+    ids_in, table, out = inputs[0], inputs[1], outputs[0]
+    n_ids = ids_in.numel()
+    if table.dim() == 0 or n_ids == 0 or n_ids * table[0].numel() != out.numel():
+        return None
+    rows_n, shape, dtype, i64 = table.shape[0], out.shape, out.dtype, torch.int64
+    aminmax = torch.aminmax
+    reference = movement.embed
+
+    def step() -> None:
+        ids = ids_in.to(i64).flatten()
+        low, high = aminmax(ids)
+        if int(low) < 0 or int(high) >= rows_n:
+            reference(inputs, outputs, params)
+            return
+        out.copy_(table.index_select(0, ids).to(dtype).reshape(shape))
+
+    return step
+
+
+def _rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """ROPE on float32 operands (:func:`amkspec.semantics.attention.rope`)."""
+    if len(inputs) < 2 or len(outputs) < 1:
+        return None
+    x, out, positions = inputs[0], outputs[0], inputs[1].flatten()
+    hd = int(params["head_dim"])
+    half = hd // 2
+    if x.dtype != _F32 or hd <= 0 or hd % 2 or x.dim() not in (2, 3) or x.shape[-1] != hd:
+        return None
+    slabs = 1 if x.dim() == 2 else x.shape[0]
+    if positions.numel() < 1 or (x.dim() == 3 and positions.numel() != slabs) or out.shape != x.shape:
+        return None
+    if positions.data_ptr() != inputs[1].data_ptr():  # flatten copied: it would not follow the input
+        return None
+    pos = positions[:slabs]
+    inv_freq = attention.inv_freq(half, float(params.get("theta", 10000.0)))
+    x1, x2 = x[..., :half], x[..., half:]
+    three = x.dim() == 3
+    cos, sin, cat = torch.cos, torch.sin, torch.cat
+
+    def step() -> None:
+        ang = pos.float()[:, None] * inv_freq
+        c, s = cos(ang), sin(ang)
+        if three:
+            c, s = c[:, None, :], s[:, None, :]
+        else:
+            c, s = c[0], s[0]
+        out.copy_(cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1))
+
+    return step
+
+
+def _attention(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """ATTENTION_TILE, unbatched and without PARTIAL_WRITE, on float32 operands
+    (:func:`amkspec.semantics.attention.attention_tile`)."""
+    if len(inputs) < 3 or len(outputs) < 1:
+        return None
+    q, k_cache, v_cache, out = inputs[0], inputs[1], inputs[2], outputs[0]
+    if k_cache.dim() != 3 or int(params.get("flags", 0)) & AttentionFlags.PARTIAL_WRITE:
+        return None
+    if q.dtype != _F32 or k_cache.dtype != _F32 or v_cache.dtype != _F32:
+        return None
+    hd = int(params["head_dim"])
+    n_heads = int(params.get("n_heads", q.shape[-2] if q.dim() >= 2 else 1))
+    n_kv = int(params.get("n_kv_heads", n_heads))
+    if n_kv <= 0 or n_heads % n_kv or k_cache.shape[-2] * n_kv == 0:
+        return None
+    start = int(params.get("kv_start", 0))
+    length = int(params.get("kv_len", k_cache.shape[-3]))
+    scale = float(params.get("scale", 1.0 / math.sqrt(hd)))
+    if start < 0 or start + max(length, 0) > k_cache.shape[-3] or start + max(length, 0) > v_cache.shape[-3]:
+        return None
+    rep = n_heads // n_kv
+    keys = k_cache[..., start : start + max(length, 0), :, :].movedim(-3, -1)
+    values = v_cache[..., start : start + max(length, 0), :, :].movedim(-3, -2)
+    qf = q.view(n_kv, rep, hd)  # a view, as q.reshape is for a contiguous q
+    batch = torch.broadcast_shapes(qf.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    if qf.shape[-1] != keys.shape[-2] or keys.shape[-1] != values.shape[-2]:
+        return None
+    result = (*batch, rep, values.shape[-1])
+    if math.prod(result) != n_heads * hd or math.prod(result) != out.numel():
+        return None
+    reshape = tuple(out.shape) != (n_heads, hd)
+    matmul, softmax = torch.matmul, torch.softmax
+
+    def step() -> None:
+        probs = softmax(matmul(qf, keys) * scale, dim=-1)
+        value = matmul(probs, values).reshape(n_heads, hd)
+        out.copy_(value.reshape(out.shape) if reshape else value)
+
+    return step
+
+
 _PREPARE: dict[InstructionKind, Callable[[list[Tensor], list[Tensor], Params], Step | None]] = {
     _K.GEMV_TILE: _linear,
     _K.GEMM_TILE: _linear,
     _K.RMSNORM: _rmsnorm,
     _K.ADD: _add,
     _K.SILU_MUL: _silu_mul,
+    _K.EMBED: _embed,
+    _K.ROPE: _rope,
+    _K.ATTENTION_TILE: _attention,
 }
 """The opcodes with a prepared form; every other opcode runs its reference function."""
 

@@ -116,42 +116,25 @@ class ReferenceVM:
         return ExecutionError(f"task {task.describe()} ({task.op.name}) failed: {exc}")
 
     def _execute(self, steps: list[Callable[[], None]], policy: ListOrder | SeededRandom) -> RunStats:
-        """The event-driven loop: pop a ready task, run it, increment its counter, release waiters."""
-        plan, tasks = self.plan, self.program.tasks
-        unmet = list(plan.unmet)
-        values = dict(plan.init)
-        release, counter_of = plan.release, plan.counter_of
-        queue = policy.queue()
-        for pos in plan.ready_at_launch():
-            queue.push(pos, -1)
-        done = [False] * len(tasks)
-        order: list[int] = []
-        spent = [0.0] * len(tasks)
+        """Fire the tasks in the policy's schedule (:meth:`Plan.schedule`), timing each one's numerics."""
+        schedule = self.plan.schedule(policy)
+        spent = [0.0] * len(steps)
         clock = time.perf_counter
         start = clock()
-        while len(queue):
-            pos = queue.pop()
+        for pos in schedule.order:
             t1 = clock()
             try:
                 steps[pos]()
             except _OP_FAILURES as exc:
                 raise self._fail(pos, exc) from exc
             spent[pos] = clock() - t1
-            done[pos] = True
-            order.append(pos)
-            c = counter_of[pos]
-            v = values[c] = values.get(c, 0) + 1
-            for waiter in release.get(c, {}).get(v, ()):
-                unmet[waiter] -= 1
-                if unmet[waiter] == 0:
-                    queue.push(waiter, pos)
         wall = clock() - start
-        if len(order) != len(tasks):
-            raise plan.deadlock(done, values)
+        if not schedule.complete:
+            raise self.plan.deadlock(schedule.done, schedule.values)
         compute = sum(spent)
-        ids = [t.id for t in tasks]
-        task_s = {ids[p]: spent[p] for p in order}
-        return RunStats(policy.name, [ids[p] for p in order], task_s, 0.0, compute, wall - compute)
+        ids = [t.id for t in self.program.tasks]
+        task_s = {ids[p]: spent[p] for p in schedule.order}
+        return RunStats(policy.name, [ids[p] for p in schedule.order], task_s, 0.0, compute, wall - compute)
 
     def _replay(self, bound: dict[int, Tensor], policy: Replay) -> RunStats:
         tasks = self.program.tasks
