@@ -194,7 +194,9 @@ class _Codegen:
             if args[1] is Any:
                 return [f"if type({var}) is not dict: raise _Slow", f"keys.n += len({var})",
                         f"for {var}_v in {var}.values():",
-                        f"    if type({var}_v) in NESTED: free({var}_v, FREE - 1, keys)"]
+                        f"    if type({var}_v) is float:",
+                        f"        if not -FB < {var}_v < FB: raise _Slow",
+                        f"    elif type({var}_v) in NESTED: free({var}_v, FREE - 1, keys)"]
             item = f"{var}_v"
             return [f"if type({var}) is not dict: raise _Slow", f"keys.n += len({var})",
                     f"for {item} in {var}.values():", *("    " + s for s in self._in_place(item, args[1], t))]
@@ -242,7 +244,7 @@ def fast_loads(text: str | bytes) -> MegakernelProgram | None:
             return None
         keys = _Keys()
         prog = _BUILD(doc, keys)
+        colons = text.count(b":") if isinstance(text, bytes) else text.count(":")
     except Exception:  # noqa: BLE001 - anything unusual is the strict reader's to report
         return None
-    colons = text.count(b":") if isinstance(text, bytes) else text.count(":")
     return prog if colons == keys.n else None
