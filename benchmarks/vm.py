@@ -1,12 +1,14 @@
 """ReferenceVM benchmark: scheduling overhead share, decode tokens/s, and page-reuse savings.
 
-Run: ``python3 benchmarks/vm.py [--baseline PATH] [--repeats N] [--steps N] [--skip-medium]``.
-Prints medians.
+Run: ``python3 benchmarks/vm.py [--baseline PATH] [--repeats N] [--steps N] [--skip-medium]
+[--write-results]``. Prints medians.
 
 - per launch, against the real original ReferenceVM in the same process: the original's lowering
   of each model (``compat=True``), the same weights, inputs and KV caches, decode steps threaded;
-  median seconds of ``run()`` for both, the speed-up (original / amkspec) and the largest absolute
-  difference of their outputs (0 means bit-identical);
+  median process-CPU seconds of ``run()`` for both, the speed-up (original / amkspec), the largest
+  absolute difference of their outputs (0 means bit-identical), and amkspec's scheduling overhead
+  share of those launches (below); ``--write-results`` writes this table to
+  ``benchmarks/results/vm_vs_original.md``;
 
 - overhead share = ``sched_s / (sched_s + compute_s)`` of one launch (``vm.last_stats``): the time
   the VM spends deciding what to run versus running the opcodes' numerics (target: ≤ 10%); also
@@ -30,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baseline import Baseline, add_baseline_argument, open_baseline
+from tables import write_result
 
 from amkspec.ir import ScheduleConfig, dumps
 from amkspec.lower import lower
@@ -87,11 +90,12 @@ def decode_bench(model: ModelConfig, steps: int, repeats: int) -> dict[str, floa
     }
 
 
-def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline) -> str:
-    """One row: median seconds per launch of amkspec's and the original's ReferenceVM."""
+def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline) -> tuple[str, str]:
+    """One row, printed and as Markdown: median CPU seconds per launch of amkspec's and the
+    original's ReferenceVM, the largest output difference, and amkspec's overhead shares."""
     orig_vm = base.reference_vm()
     weights = make_weights(model)
-    ours_s, theirs_s, diff = [], [], 0.0
+    ours_s, theirs_s, shares, outside, diff = [], [], [], [], 0.0
     kv_ours: dict[str, torch.Tensor] | None = None
     kv_theirs: dict[str, torch.Tensor] = {}
     tok = 1
@@ -101,19 +105,28 @@ def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline)
         theirs = orig_vm.ReferenceVM(base.program(dumps(prog)), weights)
         inputs = {k: torch.from_numpy(v) for k, v in step_inputs(pos, [tok]).items()}
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             out = ours.run(weights, inputs, kv_ours)
-            ours_s.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            ours_s.append(time.process_time() - t0)
+            t0 = time.process_time()
             ref = theirs.run(inputs, dict(kv_theirs))
-            theirs_s.append(time.perf_counter() - t0)
+            theirs_s.append(time.process_time() - t0)
+            stats = ours.last_stats
+            assert stats is not None
+            shares.append(stats.overhead_share)
+            outside.append(1 - stats.compute_s / (stats.sched_s + stats.compute_s + stats.bind_s))
         diff = max([diff, *(float((out[k].float() - ref[k].float()).abs().max()) for k in out)])
         kv_ours = {k: v for k, v in out.items() if k.endswith("cache")}
         kv_theirs = {k: v for k, v in ref.items() if k.endswith("cache")}
         tok = int(out["logits"].argmax())
     a, b = statistics.median(ours_s), statistics.median(theirs_s)
-    return (f"  {model.name:8s} launch: amkspec {a * 1e3:8.2f} ms, original {b * 1e3:8.2f} ms, "
-            f"speed-up {b / a:5.2f}x, max |diff| {diff:.3g}")
+    share, rest = statistics.median(shares), statistics.median(outside)
+    line = (f"  {model.name:8s} launch: amkspec {a * 1e3:8.2f} ms, original {b * 1e3:8.2f} ms, "
+            f"speed-up {b / a:5.2f}x, max |diff| {diff:.3g}, sched overhead {share:6.2%} "
+            f"(outside the ops, binding included: {rest:6.2%})")
+    row = (f"| {model.name} | {a * 1e3:.3f} | {b * 1e3:.3f} | {b / a:.2f}x | {diff:.3g} | {share:.2%} "
+           f"| {rest:.2%} |")
+    return line, row
 
 
 def main() -> None:
@@ -121,6 +134,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--skip-medium", action="store_true")
+    parser.add_argument("--write-results", action="store_true",
+                        help="write the per-launch table to benchmarks/results/vm_vs_original.md")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (1: tiny ops are dominated by thread wake-ups)")
     add_baseline_argument(parser)
@@ -129,8 +144,17 @@ def main() -> None:
     models = [TOY, TOY_2L] + ([] if args.skip_medium else [MEDIUM])
     base, banner = open_baseline(args.baseline)
     print(f"per launch vs the original ReferenceVM ({banner}); {args.steps} steps x {args.repeats} repeats")
+    rows = ["| model | amkspec ms | original ms | speed-up | max abs diff | sched overhead "
+            "| outside the ops |", "|---|---:|---:|---:|---:|---:|---:|"]
     for m in models:
-        print(launch_compare(m, args.steps, args.repeats, base) if base else "  original not available")
+        if base is None:
+            print("  original not available")
+            continue
+        line, row = launch_compare(m, args.steps, args.repeats, base)
+        print(line)
+        rows.append(row)
+    if args.write_results and base is not None:
+        write_result("vm_vs_original.md", rows)
     print("scratch bytes (activations): no reuse -> graph_color")
     for m in models:
         none, coloured = scratch(m)

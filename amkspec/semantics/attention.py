@@ -113,7 +113,7 @@ def attention_combine(inputs: list[Tensor], outputs: list[Tensor], params: Param
 
 
 @functools.lru_cache(maxsize=64)
-def _inv_freq(half: int, theta: float) -> Tensor:
+def inv_freq(half: int, theta: float) -> Tensor:
     """``1 / theta^(i/half)`` for ``i < half``, float32 (``i/half`` in float32, then the power)."""
     return 1.0 / (theta ** (torch.arange(half, dtype=torch.float32) / half))
 
@@ -136,7 +136,7 @@ def rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     slabs = 1 if x.dim() == 2 else x.shape[0]
     if pos.numel() < 1 or (x.dim() == 3 and pos.numel() != slabs):
         raise OpError(f"ROPE: {pos.numel()} positions for {slabs} slab(s)")
-    ang = pos[:slabs].float()[:, None] * _inv_freq(half, float(params.get("theta", 10000.0)))
+    ang = pos[:slabs].float()[:, None] * inv_freq(half, float(params.get("theta", 10000.0)))
     c, s = torch.cos(ang), torch.sin(ang)
     if x.dim() == 3:
         c, s = c[:, None, :], s[:, None, :]

@@ -80,10 +80,10 @@ def convert(value: Any, buffer: Buffer, what: str, private: bool) -> Tensor:
     )
 
 
-def _paged(program: MegakernelProgram) -> dict[int, Tensor]:
-    """ACTIVATION buffer id → a view of its page's storage (spec §1.6)."""
+def paged_storage(program: MegakernelProgram) -> tuple[dict[int, Tensor], list[Tensor]]:
+    """ACTIVATION buffer id → a view of its page's storage (spec §1.6), and the pages' storages."""
     if program.pages is None:
-        return {}
+        return {}, []
     pages = {p.id: p for p in program.pages.pages}
     placed: list[tuple[Buffer, int]] = []
     sizes: dict[int, int] = {}
@@ -96,21 +96,23 @@ def _paged(program: MegakernelProgram) -> dict[int, Tensor]:
             size = "is missing" if page is None else f"holds {page.nbytes} bytes"
             raise BindingError(f"buffer {buf.name!r} ({buf.nbytes} bytes) is on page {page_id}, which {size}")
         placed.append((buf, page_id))
-        sizes[page_id] = max(sizes.get(page_id, page.nbytes), _storage_bytes(buf))
+        sizes[page_id] = max(sizes.get(page_id, page.nbytes), storage_bytes(buf))
     storage = {page_id: torch.zeros(n, dtype=torch.uint8) for page_id, n in sizes.items()}
-    return {
-        buf.id: storage[page_id][: _storage_bytes(buf)].view(torch_dtype(buf.dtype))
+    views = {
+        buf.id: storage[page_id][: storage_bytes(buf)].view(torch_dtype(buf.dtype))
         .reshape(storage_shape(buf.dtype, buf.shape))
         for buf, page_id in placed
     }
+    return views, list(storage.values())
 
 
-def _storage_bytes(buf: Buffer) -> int:
+def storage_bytes(buf: Buffer) -> int:
     """Bytes of the tensor holding ``buf``: its ``nbytes``, except that packed I4 rounds up per row."""
     return math.prod(storage_shape(buf.dtype, buf.shape)) * torch_dtype(buf.dtype).itemsize
 
 
-def _missing(kind: str, names: list[str]) -> BindingError:
+def missing_error(kind: str, names: list[str]) -> BindingError:
+    """The error naming the missing weights or inputs (the first eight, then a count)."""
     shown = ", ".join(repr(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
     return BindingError(f"missing {kind}: {shown}")
 
@@ -134,18 +136,21 @@ def bind(
         raise BindingError(f"cannot allocate the program's buffers: {str(exc).splitlines()[0]}") from None
 
 
-def check_memory(program: MegakernelProgram) -> None:
+def check_memory(program: MegakernelProgram, total: int | None = None) -> int:
     """Refuse a program whose buffers together need more than ``max_vm_bytes`` (an upper bound:
-    every buffer and page counted as its own allocation)."""
+    every buffer and page counted as its own allocation); returns that need, which a caller may
+    pass back as ``total`` for the same program."""
     cap = MAX_VM_BYTES.value()
-    total = sum(_storage_bytes(b) for b in program.buffers)
-    if program.pages is not None:
-        total += sum(max(p.nbytes, 0) for p in program.pages.pages if isinstance(p.nbytes, int))
+    if total is None:
+        total = sum(storage_bytes(b) for b in program.buffers)
+        if program.pages is not None:
+            total += sum(max(p.nbytes, 0) for p in program.pages.pages if isinstance(p.nbytes, int))
     if total > cap:
         raise BindingError(
             f"the program's buffers need up to {total} bytes, more than the ReferenceVM may allocate "
             f"({cap} bytes; set {MAX_VM_BYTES.env} to change it)"
         )
+    return total
 
 
 def _bind(
@@ -155,7 +160,7 @@ def _bind(
     kv: Mapping[str, Tensor],
     written: set[int],
 ) -> dict[int, Tensor]:
-    bound: dict[int, Tensor] = _paged(program)
+    bound: dict[int, Tensor] = paged_storage(program)[0]
     missing: dict[str, list[str]] = {"weights": [], "inputs": []}
     for buf in program.buffers:
         private = buf.id in written or buf.kind not in READONLY_KINDS
@@ -176,5 +181,16 @@ def _bind(
             bound[buf.id] = empty_storage(buf)
     for kind, names in missing.items():
         if names:
-            raise _missing(kind, names)
+            raise missing_error(kind, names)
     return bound
+
+
+Operands = list[tuple[list[Tensor], list[Tensor]]]
+
+
+def task_operands(program: MegakernelProgram, bound: Mapping[int, Tensor]) -> Operands:
+    """Each task's input and output tensors, in the task's order (spec §7 operand order)."""
+    try:
+        return [([bound[b] for b in t.inputs], [bound[b] for b in t.outputs]) for t in program.tasks]
+    except (KeyError, TypeError) as exc:
+        raise BindingError(f"a task names buffer {exc}, which the program does not declare") from exc

@@ -9,7 +9,7 @@ launches; one launch is one forward pass (one decoded token).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -18,8 +18,9 @@ from amkspec.ir import BufferKind, MegakernelProgram
 from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.graph import writers_by_buffer
 from amkspec.semantics import OP_SEMANTICS, OpError
-from amkspec.vm.binding import bind
+from amkspec.vm.binding import bind, task_operands
 from amkspec.vm.errors import BindingError, ExecutionError, RefusedProgram
+from amkspec.vm.frame import Frame
 from amkspec.vm.plan import Plan
 from amkspec.vm.policies import ListOrder, Policy, Replay, SeededRandom
 from amkspec.vm.replay import ShadowReplay
@@ -59,6 +60,7 @@ class ReferenceVM:
         self.last_stats: RunStats | None = None
         self._written = set(writers_by_buffer(program))
         self._kv: dict[str, Tensor] = {}
+        self._frame: Frame | None = None
 
     def reset(self) -> None:
         """Forget the KV caches carried over from earlier launches."""
@@ -71,81 +73,73 @@ class ReferenceVM:
         """One launch (one forward pass); see the class docstring."""
         t0 = time.perf_counter()
         state = {**self._kv, **(kv or {})}
-        bound = bind(self.program, weights, inputs, state, self._written)
-        bind_s = time.perf_counter() - t0
         chosen = policy or self.policy
-        with gc_paused():
-            if isinstance(chosen, Replay):
+        if isinstance(chosen, Replay):
+            bound = bind(self.program, weights, inputs, state, self._written)
+            bind_s = time.perf_counter() - t0
+            with gc_paused():
                 stats = self._replay(bound, chosen)
-            else:
-                stats = self._execute(bound, chosen)
+        else:
+            frame = self._load(weights, inputs, state)
+            bound = frame.tensors
+            bind_s = time.perf_counter() - t0
+            with gc_paused():
+                stats = self._execute(frame.steps, chosen)
         stats.bind_s = bind_s
         self.last_stats = stats
         out = {}
         for buf in self.program.buffers:
             if buf.kind is BufferKind.IO_OUTPUT:
-                out[buf.name] = bound[buf.id]
+                out[buf.name] = bound[buf.id].clone()
             elif buf.kind is BufferKind.KV_CACHE:
-                self._kv[buf.name] = bound[buf.id]
+                self._kv[buf.name] = bound[buf.id].clone()
                 out[buf.name] = bound[buf.id].clone()
         return out
 
-    def _operands(self, bound: dict[int, Tensor]) -> list[tuple[list[Tensor], list[Tensor]]]:
+    def _load(self, weights: Mapping[str, Any], inputs: Mapping[str, Any], state: Mapping[str, Any]) -> Frame:
+        """The launch frame with this launch's values (:mod:`amkspec.vm.frame`), rebuilt when the
+        shared weights are other objects than last time."""
+        frame = self._frame
+        if frame is not None and frame.matches(weights):
+            frame.load(weights, inputs, state)
+            return frame
+        self._frame = None
         try:
-            return [([bound[b] for b in t.inputs], [bound[b] for b in t.outputs]) for t in self.program.tasks]
-        except (KeyError, TypeError) as exc:
-            raise BindingError(f"a task names buffer {exc}, which the program does not declare") from exc
+            frame = Frame(self.program, weights, inputs, state, self._written)
+        except (MemoryError, RuntimeError) as exc:
+            raise BindingError(f"cannot allocate the program's buffers: {str(exc).splitlines()[0]}") from None
+        self._frame = frame
+        return frame
 
     def _fail(self, pos: int, exc: Exception) -> ExecutionError:
         task = self.program.tasks[pos]
         return ExecutionError(f"task {task.describe()} ({task.op.name}) failed: {exc}")
 
-    def _execute(self, bound: dict[int, Tensor], policy: ListOrder | SeededRandom) -> RunStats:
-        """The event-driven loop: pop a ready task, run it, increment its counter, release waiters."""
-        plan, tasks = self.plan, self.program.tasks
-        operands = self._operands(bound)
-        fns = [OP_SEMANTICS[t.op] for t in tasks]
-        params = [t.params for t in tasks]
-        unmet = list(plan.unmet)
-        values = dict(plan.init)
-        release, counter_of = plan.release, plan.counter_of
-        queue = policy.queue()
-        for pos in plan.ready_at_launch():
-            queue.push(pos, -1)
-        done = [False] * len(tasks)
-        order: list[int] = []
-        spent = [0.0] * len(tasks)
+    def _execute(self, steps: list[Callable[[], None]], policy: ListOrder | SeededRandom) -> RunStats:
+        """Fire the tasks in the policy's schedule (:meth:`Plan.schedule`), timing each one's numerics."""
+        schedule = self.plan.schedule(policy)
+        spent = [0.0] * len(steps)
         clock = time.perf_counter
         start = clock()
-        while len(queue):
-            pos = queue.pop()
-            ins, outs = operands[pos]
+        for pos in schedule.order:
             t1 = clock()
             try:
-                fns[pos](ins, outs, params[pos])
+                steps[pos]()
             except _OP_FAILURES as exc:
                 raise self._fail(pos, exc) from exc
             spent[pos] = clock() - t1
-            done[pos] = True
-            order.append(pos)
-            c = counter_of[pos]
-            v = values[c] = values.get(c, 0) + 1
-            for waiter in release.get(c, {}).get(v, ()):
-                unmet[waiter] -= 1
-                if unmet[waiter] == 0:
-                    queue.push(waiter, pos)
         wall = clock() - start
-        if len(order) != len(tasks):
-            raise plan.deadlock(done, values)
+        if not schedule.complete:
+            raise self.plan.deadlock(schedule.done, schedule.values)
         compute = sum(spent)
-        ids = [t.id for t in tasks]
-        task_s = {ids[p]: spent[p] for p in order}
-        return RunStats(policy.name, [ids[p] for p in order], task_s, 0.0, compute, wall - compute)
+        ids = [t.id for t in self.program.tasks]
+        task_s = {ids[p]: spent[p] for p in schedule.order}
+        return RunStats(policy.name, [ids[p] for p in schedule.order], task_s, 0.0, compute, wall - compute)
 
     def _replay(self, bound: dict[int, Tensor], policy: Replay) -> RunStats:
         tasks = self.program.tasks
         fns = [OP_SEMANTICS[t.op] for t in tasks]
-        self._operands(bound)  # a task naming an undeclared buffer fails here, before any event
+        task_operands(self.program, bound)  # a task naming an undeclared buffer fails here, before any event
 
         def run_task(pos: int, ins: list[Tensor], outs: list[Tensor]) -> None:
             try:

@@ -1,0 +1,232 @@
+"""Prepared forms of the hottest opcodes (spec §7), for operands that stay put across launches.
+
+``prepare(kind, inputs, outputs, params)`` returns a zero-argument *step* that runs exactly the
+torch operations the opcode's reference function (:data:`amkspec.semantics.OP_SEMANTICS`) runs on
+those operands: the same kernels on operands of the same dtypes, shapes and strides, so the
+results are bit-identical. The operand checks, param parsing and views are done once, here. In
+any case that is not the plain one (another dtype, a bias, a quantized weight, a shape that
+needs the reshape or broadcast path of ``store``, anything that would raise) it returns None and
+the caller runs the reference function, which then computes, or raises, as always.
+
+The steps keep references to the operand tensors: they are valid only while those tensors are
+the ones the task reads and writes (the ReferenceVM's launch frame, :mod:`amkspec.vm.frame`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from amkspec.ir import AttentionFlags, InstructionKind
+from amkspec.semantics import attention, movement
+from amkspec.semantics.linear import QUANT_CODES
+from amkspec.semantics.registry import Params, Tensor
+
+Step = Callable[[], None]
+_K = InstructionKind
+_F32 = torch.float32
+
+
+def _linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """GEMV_TILE/GEMM_TILE without bias or quantization (:func:`amkspec.semantics.linear.linear_tile`)."""
+    if len(inputs) != 2 or len(outputs) < 1:
+        return None
+    x, w_full, out = inputs[0], inputs[1], outputs[0]
+    if int(params.get("qdtype", 0)) in QUANT_CODES:
+        return None
+    n_off = int(params.get("n_off", 0))
+    n_tile = int(params.get("N_tile", w_full.shape[0]))
+    if x.dtype != _F32 or w_full.dtype != _F32 or w_full.dim() != 2 or x.dim() < 1 or out.dim() < 1:
+        return None
+    w = w_full[n_off : n_off + n_tile]
+    if n_off < 0 or w.shape[0] != n_tile or x.shape[-1] != w.shape[1] or n_off + n_tile > out.shape[-1]:
+        return None
+    view = out[..., n_off : n_off + n_tile]
+    if tuple(view.shape) != (*x.shape[:-1], n_tile):
+        return None
+    wt = w.T
+
+    def step() -> None:
+        view.copy_(x @ wt)
+
+    return step
+
+
+def _rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """RMSNORM on float32 operands (:func:`amkspec.semantics.norm.rmsnorm`)."""
+    if len(inputs) < 2 or len(outputs) < 1:
+        return None
+    x, w, out = inputs[0], inputs[1], outputs[0]
+    if x.dtype != _F32 or w.dtype != _F32 or x.dim() < 1:
+        return None
+    eps = float(params.get("eps", 1e-6))
+    if tuple(out.shape) != tuple(torch.broadcast_shapes(x.shape, w.shape)):
+        return None
+    rsqrt = torch.rsqrt
+
+    def step() -> None:
+        r = rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        out.copy_((x * r) * w)
+
+    return step
+
+
+def _pair(inputs: list[Tensor], outputs: list[Tensor]) -> tuple[Tensor, Tensor, Tensor] | None:
+    """Two float32 inputs broadcast together (as ``elementwise._broadcast``) and an output of their shape."""
+    if len(inputs) < 2 or len(outputs) < 1 or inputs[0].dtype != _F32 or inputs[1].dtype != _F32:
+        return None
+    a, b = torch.broadcast_tensors(inputs[0], inputs[1])
+    return (a, b, outputs[0]) if outputs[0].shape == a.shape else None
+
+
+def _add(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """ADD (:func:`amkspec.semantics.elementwise.add`)."""
+    pair = _pair(inputs, outputs)
+    if pair is None:
+        return None
+    a, b, out = pair
+
+    def step() -> None:
+        out.copy_(a + b)
+
+    return step
+
+
+def _silu_mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """SILU_MUL (:func:`amkspec.semantics.elementwise.silu_mul`)."""
+    pair = _pair(inputs, outputs)
+    if pair is None:
+        return None
+    gate, up, out = pair
+    silu = F.silu
+
+    def step() -> None:
+        out.copy_(silu(gate) * up)
+
+    return step
+
+
+def _embed(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """EMBED (:func:`amkspec.semantics.movement.embed`); ids out of range go to the reference
+    function, which raises its error."""
+    if len(inputs) < 2 or len(outputs) < 1:
+        return None
+    ids_in, table, out = inputs[0], inputs[1], outputs[0]
+    n_ids = ids_in.numel()
+    if table.dim() == 0 or n_ids == 0 or n_ids * table[0].numel() != out.numel():
+        return None
+    rows_n, shape, dtype, i64 = table.shape[0], out.shape, out.dtype, torch.int64
+    aminmax = torch.aminmax
+    reference = movement.embed
+
+    def step() -> None:
+        ids = ids_in.to(i64).flatten()
+        low, high = aminmax(ids)
+        if int(low) < 0 or int(high) >= rows_n:
+            reference(inputs, outputs, params)
+            return
+        out.copy_(table.index_select(0, ids).to(dtype).reshape(shape))
+
+    return step
+
+
+def _rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """ROPE on float32 operands (:func:`amkspec.semantics.attention.rope`)."""
+    if len(inputs) < 2 or len(outputs) < 1:
+        return None
+    x, out, positions = inputs[0], outputs[0], inputs[1].flatten()
+    hd = int(params["head_dim"])
+    half = hd // 2
+    if x.dtype != _F32 or hd <= 0 or hd % 2 or x.dim() not in (2, 3) or x.shape[-1] != hd:
+        return None
+    slabs = 1 if x.dim() == 2 else x.shape[0]
+    if positions.numel() < 1 or (x.dim() == 3 and positions.numel() != slabs) or out.shape != x.shape:
+        return None
+    if positions.data_ptr() != inputs[1].data_ptr():  # flatten copied: it would not follow the input
+        return None
+    pos = positions[:slabs]
+    inv_freq = attention.inv_freq(half, float(params.get("theta", 10000.0)))
+    x1, x2 = x[..., :half], x[..., half:]
+    three = x.dim() == 3
+    cos, sin, cat = torch.cos, torch.sin, torch.cat
+
+    def step() -> None:
+        ang = pos.float()[:, None] * inv_freq
+        c, s = cos(ang), sin(ang)
+        if three:
+            c, s = c[:, None, :], s[:, None, :]
+        else:
+            c, s = c[0], s[0]
+        out.copy_(cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1))
+
+    return step
+
+
+def _attention(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """ATTENTION_TILE, unbatched and without PARTIAL_WRITE, on float32 operands
+    (:func:`amkspec.semantics.attention.attention_tile`)."""
+    if len(inputs) < 3 or len(outputs) < 1:
+        return None
+    q, k_cache, v_cache, out = inputs[0], inputs[1], inputs[2], outputs[0]
+    if k_cache.dim() != 3 or int(params.get("flags", 0)) & AttentionFlags.PARTIAL_WRITE:
+        return None
+    if q.dtype != _F32 or k_cache.dtype != _F32 or v_cache.dtype != _F32:
+        return None
+    hd = int(params["head_dim"])
+    n_heads = int(params.get("n_heads", q.shape[-2] if q.dim() >= 2 else 1))
+    n_kv = int(params.get("n_kv_heads", n_heads))
+    if n_kv <= 0 or n_heads % n_kv or k_cache.shape[-2] * n_kv == 0:
+        return None
+    start = int(params.get("kv_start", 0))
+    length = int(params.get("kv_len", k_cache.shape[-3]))
+    scale = float(params.get("scale", 1.0 / math.sqrt(hd)))
+    if start < 0 or start + max(length, 0) > k_cache.shape[-3] or start + max(length, 0) > v_cache.shape[-3]:
+        return None
+    rep = n_heads // n_kv
+    keys = k_cache[..., start : start + max(length, 0), :, :].movedim(-3, -1)
+    values = v_cache[..., start : start + max(length, 0), :, :].movedim(-3, -2)
+    qf = q.view(n_kv, rep, hd)  # a view, as q.reshape is for a contiguous q
+    batch = torch.broadcast_shapes(qf.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    if qf.shape[-1] != keys.shape[-2] or keys.shape[-1] != values.shape[-2]:
+        return None
+    result = (*batch, rep, values.shape[-1])
+    if math.prod(result) != n_heads * hd or math.prod(result) != out.numel():
+        return None
+    reshape = tuple(out.shape) != (n_heads, hd)
+    matmul, softmax = torch.matmul, torch.softmax
+
+    def step() -> None:
+        probs = softmax(matmul(qf, keys) * scale, dim=-1)
+        value = matmul(probs, values).reshape(n_heads, hd)
+        out.copy_(value.reshape(out.shape) if reshape else value)
+
+    return step
+
+
+_PREPARE: dict[InstructionKind, Callable[[list[Tensor], list[Tensor], Params], Step | None]] = {
+    _K.GEMV_TILE: _linear,
+    _K.GEMM_TILE: _linear,
+    _K.RMSNORM: _rmsnorm,
+    _K.ADD: _add,
+    _K.SILU_MUL: _silu_mul,
+    _K.EMBED: _embed,
+    _K.ROPE: _rope,
+    _K.ATTENTION_TILE: _attention,
+}
+"""The opcodes with a prepared form; every other opcode runs its reference function."""
+
+
+def prepare(
+    kind: InstructionKind, inputs: list[Tensor], outputs: list[Tensor], params: Params,
+) -> Step | None:
+    """The prepared step of one task, or None (see the module doc)."""
+    make = _PREPARE.get(kind)
+    if make is None:
+        return None
+    try:
+        return make(inputs, outputs, params)
+    except Exception:  # noqa: BLE001 - an unusual operand or param: the reference function decides
+        return None

@@ -1,0 +1,132 @@
+"""Prepared opcode steps (amkspec.semantics.prepared, issue 13): bit-identical to the reference
+functions, following the operands' values launch after launch, and None where not plain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from amkspec.ir import InstructionKind
+from amkspec.semantics import OP_SEMANTICS, OpError
+from amkspec.semantics.prepared import prepare
+
+K = InstructionKind
+dims = st.integers(1, 5)
+
+
+def _rand(gen: torch.Generator, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen)
+
+
+@st.composite
+def cases(draw: Any) -> tuple[K, list[torch.Tensor], list[torch.Tensor], dict[str, Any]]:
+    """An opcode with float32 operands in the shapes the lowering uses (and some it does not)."""
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    op = draw(st.sampled_from([K.GEMV_TILE, K.GEMM_TILE, K.RMSNORM, K.ADD, K.SILU_MUL, K.EMBED, K.ROPE,
+                               K.ATTENTION_TILE]))
+    r, c = draw(dims), draw(dims)
+    if op in (K.GEMV_TILE, K.GEMM_TILE):
+        n = draw(st.integers(1, 8))
+        n_off = draw(st.integers(-1, n))
+        n_tile = draw(st.integers(0, n + 1))
+        params = {"n_off": n_off, "N_tile": n_tile}
+        return op, [_rand(gen, r, c), _rand(gen, n, c)], [torch.zeros(r, n)], params
+    if op is K.RMSNORM:
+        eps = draw(st.sampled_from([{}, {"eps": 1e-5}]))
+        return op, [_rand(gen, r, c), _rand(gen, draw(st.sampled_from([c, 1])))], [torch.zeros(r, c)], eps
+    if op in (K.ADD, K.SILU_MUL):
+        other = draw(st.sampled_from([(r, c), (c,), (1, c)]))
+        return op, [_rand(gen, r, c), _rand(gen, *other)], [torch.zeros(r, c)], {}
+    if op is K.EMBED:
+        rows = draw(st.integers(1, 6))
+        ids = torch.tensor(draw(st.lists(st.integers(-1, rows), min_size=1, max_size=3)), dtype=torch.int32)
+        shape = draw(st.sampled_from([(len(ids), c), (1, len(ids) * c)]))
+        return op, [ids, _rand(gen, rows, c)], [torch.zeros(*shape)], {"hidden": c}
+    if op is K.ROPE:
+        hd = 2 * draw(st.integers(1, 3))
+        slabs = draw(st.integers(1, 3))
+        x = _rand(gen, r, hd) if draw(st.booleans()) else _rand(gen, slabs, r, hd)
+        n_pos = 1 if x.dim() == 2 else slabs
+        positions = draw(st.lists(st.integers(0, 300), min_size=n_pos, max_size=n_pos))
+        pos = torch.tensor(positions, dtype=torch.int32)
+        return op, [x, pos], [torch.zeros_like(x)], {"head_dim": hd, "theta": 10000.0}
+    n_kv = draw(st.integers(1, 2))
+    n_heads = n_kv * draw(st.integers(1, 3))
+    hd, seq = draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    start = draw(st.integers(0, seq - 1))
+    params = {"head_dim": hd, "n_heads": n_heads, "n_kv_heads": n_kv, "kv_start": start,
+              "kv_len": draw(st.integers(0, seq - start))}
+    caches = [_rand(gen, seq, n_kv, hd), _rand(gen, seq, n_kv, hd)]
+    return op, [_rand(gen, n_heads, hd), *caches], [torch.zeros(1, n_heads * hd)], params
+
+
+def _reference(op: K, ins: list[torch.Tensor], outs: list[torch.Tensor], params: dict[str, Any]) -> Any:
+    """The reference function's outputs (on copies), or the error it raises."""
+    mine = [o.clone() for o in outs]
+    try:
+        OP_SEMANTICS[op]([i.clone() for i in ins], mine, params)
+    except OpError as exc:
+        return str(exc)
+    return mine
+
+
+def _step(step: Any, outs: list[torch.Tensor]) -> Any:
+    try:
+        step()
+    except OpError as exc:
+        return str(exc)
+    return [o.clone() for o in outs]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@given(cases(), st.integers(0, 2**16))
+def test_a_prepared_step_is_bit_identical_and_follows_its_operands(case: Any, seed: int) -> None:
+    op, ins, outs, params = case
+    step = prepare(op, ins, outs, params)
+    if step is None:
+        return
+    for launch in range(2):
+        if launch:  # new values in the same tensors, as the launch frame gives them
+            gen = torch.Generator().manual_seed(seed)
+            for t in ins:
+                if t.dtype.is_floating_point:
+                    t.copy_(torch.randn(t.shape, generator=gen))
+            for o in outs:
+                o.zero_()
+        expected = _reference(op, ins, outs, params)
+        assert _same(_step(step, outs), expected)
+
+
+def test_the_lowered_shapes_are_prepared() -> None:
+    """The plain case of each opcode gets a step (the reason the prepared forms exist)."""
+    x, w, out = torch.ones(1, 4), torch.ones(8, 4), torch.zeros(1, 8)
+    assert prepare(K.GEMV_TILE, [x, w], [out], {"n_off": 4, "N_tile": 4}) is not None
+    assert prepare(K.RMSNORM, [x, torch.ones(4)], [torch.zeros(1, 4)], {"hidden": 4}) is not None
+    assert prepare(K.ADD, [x, x], [torch.zeros(1, 4)], {}) is not None
+    q, cache = torch.ones(4, 2), torch.ones(5, 2, 2)
+    params = {"head_dim": 2, "n_heads": 4, "n_kv_heads": 2, "kv_len": 3}
+    assert prepare(K.ATTENTION_TILE, [q, cache, cache], [torch.zeros(1, 8)], params) is not None
+
+
+@pytest.mark.parametrize(("op", "ins", "params"), [
+    (K.GEMV_TILE, [torch.ones(1, 4), torch.ones(8, 4), torch.ones(8)], {}),  # a bias
+    (K.GEMV_TILE, [torch.ones(1, 4), torch.ones(8, 4, dtype=torch.float16)], {}),
+    (K.GEMV_TILE, [torch.ones(1, 4), torch.ones(8, 4)], {"qdtype": 6}),
+    (K.ROPE, [torch.ones(2, 4), torch.zeros(1, dtype=torch.int32)], {}),  # no head_dim: the reference raises
+    (K.ATTENTION_TILE, [torch.ones(4, 2), torch.ones(5, 2, 2), torch.ones(5, 2, 2)],
+     {"head_dim": 2, "flags": 2}),  # PARTIAL_WRITE
+    (K.KV_APPEND, [torch.ones(1, 2, 2)], {"pos": 0}),  # no prepared form
+])
+def test_what_is_not_plain_is_left_to_the_reference_function(
+    op: K, ins: list[torch.Tensor], params: Any,
+) -> None:
+    assert prepare(op, ins, [torch.zeros(1, 8)], params) is None

@@ -1,0 +1,88 @@
+"""The ReferenceVM's launch frame (amkspec.vm.frame, issue 13): launch after launch, exactly what
+a fresh binding (the Replay path binds afresh and runs the reference functions) gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from amkspec.ir import ScheduleConfig
+from amkspec.lower import lower
+from amkspec.lower.decode import step_inputs
+from amkspec.models import TOY_2L, make_weights
+from amkspec.vm import BindingError, ReferenceVM, Replay
+from tests.vm.programs import kv_program
+
+CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 32}}, page_allocation="graph_color")
+FRESH = Replay(trace=[], finish=True)
+"""No trace, then every task in list order: ``bind`` afresh and the reference functions."""
+
+
+def _equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.fixture(scope="module")
+def toy() -> tuple[Any, dict[str, torch.Tensor]]:
+    return lower(TOY_2L, "h100", CONFIG, pos=2), make_weights(TOY_2L)
+
+
+def test_launches_match_a_fresh_binding_step_after_step(toy: Any) -> None:
+    prog, weights = toy
+    vm, fresh = ReferenceVM(prog), ReferenceVM(prog)
+    kv: dict[str, torch.Tensor] | None = None
+    for tok in (1, 7, 3):
+        out = vm.run(weights, step_inputs(2, [tok]), kv)
+        assert _equal(out, fresh.run(weights, step_inputs(2, [tok]), kv, policy=FRESH))
+        kv = {k: v for k, v in out.items() if k.endswith("cache")}
+    assert vm.run(weights, step_inputs(2, [5])).keys() == out.keys()  # the VM's own caches, no kv
+
+
+def test_new_or_edited_weights_are_seen(toy: Any) -> None:
+    prog, weights = toy
+    vm = ReferenceVM(prog)
+    first = vm.run(weights, step_inputs(2, [1]))
+    other = {k: v * 0.5 for k, v in weights.items()}  # new objects: the frame is rebuilt
+    vm.reset()
+    halved = vm.run(other, step_inputs(2, [1]))
+    vm.reset()
+    assert _equal(halved, ReferenceVM(prog).run(other, step_inputs(2, [1]), policy=FRESH))
+    assert not torch.equal(halved["logits"], first["logits"])
+    edited = {k: v.clone() for k, v in weights.items()}
+    vm.run(edited, step_inputs(2, [1]))
+    for v in edited.values():  # the same objects, edited in place: shared, as bind shares them
+        v.mul_(0.5)
+    vm.reset()
+    assert _equal(vm.run(edited, step_inputs(2, [1])), halved)
+
+
+def test_a_failed_launch_leaves_no_trace(toy: Any) -> None:
+    prog, weights = toy
+    vm = ReferenceVM(prog)
+    out = vm.run(weights, step_inputs(2, [1]))
+    out["logits"].fill_(7.0)  # what the VM returned is the caller's own
+    with pytest.raises(BindingError, match="missing inputs: 'token_id'"):
+        vm.run(weights, {})
+    bad = dict(step_inputs(2, [1]), token_id=np.zeros((3,), dtype=np.int32))
+    with pytest.raises(BindingError, match="shape"):
+        vm.run(weights, bad)
+    again = vm.run(weights, step_inputs(2, [4]))
+    fresh = ReferenceVM(prog)
+    fresh.run(weights, step_inputs(2, [1]))
+    assert _equal(again, fresh.run(weights, step_inputs(2, [4]), policy=FRESH))
+
+
+def test_kv_passed_in_replaces_the_vms_own() -> None:
+    prog = kv_program(pos=1)
+    vm = ReferenceVM(prog)
+    x = {"x": np.ones((1, 1, 2), dtype=np.float32)}
+    first = vm.run({}, x)
+    given = {"kc": np.full((4, 1, 2), 2.0, dtype=np.float32)}
+    second = vm.run({}, x, given)
+    assert _equal(second, ReferenceVM(prog).run({}, x, given, policy=FRESH))
+    assert not torch.equal(first["kc"], second["kc"])
+    vm.reset()
+    assert _equal(vm.run({}, x), first)
