@@ -34,10 +34,11 @@ from amkspec.proofs import Diagnostic, Severity, validate
 from amkspec.proofs.footprint import Memo
 from amkspec.proofs.model_check import Finding, check
 
-RULE_ONLY = frozenset({"S103", "D203", "R301", "R306", "R304"})
+RULE_ONLY = frozenset({"S103", "D203", "D204", "D205", "R301", "R306", "R304"})
 """Codes that may reject a program on which no execution misbehaves (spec rules: counters start
-at 0, no task waits on its own counter, the all-join, one counter per buffer's writers, no read
-of a task's own unwritten output)."""
+at 0, no task waits on its own counter, the producer→consumer graph and its SM-queue extension
+MUST be acyclic even where partial waits let a cycle run (spec §1, §3.1), the all-join, one
+counter per buffer's writers, no read of a task's own unwritten output)."""
 
 GATES = frozenset({"D203", "D204"})
 """Codes that explain any finding: on a program that is not a DAG validate skips the checks

@@ -193,6 +193,23 @@ def test_an_unordered_read_explains_only_its_own_tasks_clobber() -> None:
     assert not _explained(Finding("page-clobber", (), 2, ()), {"R303"}, errors)
 
 
+def test_a_cycle_a_partial_wait_lets_run_is_rule_only() -> None:
+    """Exhaustive run, 3 tasks: t0 and t1 signal c0, t2 waits for one of them, t1 waits for t2. The
+    graph has a cycle (D204, a MUST of spec §1) but every execution runs t0, t2, t1 in order, fenced:
+    the model checker finds nothing, and D204 is a rule-only rejection."""
+    prog = build(
+        (
+            (ACT, ACT),
+            (0, 0),
+            False,
+            ((X, 0, -1, 0, (0, 0), -1), (X, 0, -1, 0, (0, 1), -1), (X, 0, -1, 1, (1, 0), -1)),
+        )
+    )
+    assert error_codes(prog) == {"D204", "R301"}
+    assert check(prog).findings == ()
+    assert compare(prog) is None
+
+
 def test_joined_raises_only_the_waits_r301_rejects() -> None:
     prog = build(
         (
