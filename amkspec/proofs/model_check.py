@@ -39,7 +39,7 @@ from typing import Any
 import attrs
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, Buffer, BufferKind, MegakernelProgram
-from amkspec.proofs.footprint import task_footprint, uncovered, whole
+from amkspec.proofs.footprint import Memo, task_footprint, uncovered, whole
 from amkspec.proofs.trace import Event, Trace
 
 _TRANSIENT = (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT, BufferKind.KV_CACHE)
@@ -90,7 +90,7 @@ class CheckResult:
 class _Program:
     """Bit-level tables of a program; tasks addressed by list position."""
 
-    def __init__(self, prog: MegakernelProgram) -> None:
+    def __init__(self, prog: MegakernelProgram, memo: Memo) -> None:
         tasks = prog.tasks
         self.ids = [t.id for t in tasks]
         if len(set(self.ids)) != len(self.ids):
@@ -113,7 +113,7 @@ class _Program:
         buffers: dict[int, Buffer] = {}
         for b in prog.buffers:
             buffers.setdefault(b.id, b)
-        fps = [task_footprint(t, buffers) for t in tasks]
+        fps = [task_footprint(t, buffers, memo) for t in tasks]
         self.readonly = [any(buffers[b].kind in READONLY_KINDS for b in fp.writes) for fp in fps]
         self.reads: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         """Per reader: (other writer of elements it reads, buffer)."""
@@ -298,9 +298,11 @@ class _Explorer:
             self.note(("c", bid), "on-chip", users, bid, ())
 
 
-def check(prog: MegakernelProgram, max_states: int = 500_000) -> CheckResult:
+def check(prog: MegakernelProgram, max_states: int = 500_000, memo: Memo | None = None) -> CheckResult:
     """Explore every reachable state of ``prog``; raises :class:`StateLimit` beyond ``max_states``.
 
+    ``memo`` caches footprints; pass one to many programs only when their buffer tables agree
+    (each id has the same shape and dtype in every program), as in ``tools/exhaustive.py``.
     Spec §2, §3.
     """
-    return _Explorer(_Program(prog), max_states).run()
+    return _Explorer(_Program(prog, memo if memo is not None else Memo()), max_states).run()
