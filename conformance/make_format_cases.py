@@ -216,9 +216,15 @@ def build_cases() -> dict[str, dict[str, Any]]:
 
 
 def _more_cases() -> list[tuple[str, dict[str, Any]]]:
-    """Integer-map keys (§6.1), required record fields, integral types and broken-but-representable
-    documents (§6.4)."""
+    """A null target (§1.1), integer-map keys (§6.1), required record fields, integral types and
+    broken-but-representable documents (§6.4)."""
     return [
+        loaded(
+            "target_null",
+            "DATA-TARGET-1",
+            "a program whose target is null loads and re-serialises byte for byte",
+            _doc(_set("target", None)),
+        ),
         loaded(
             "sm_assignment_integer_keys",
             "FMT-KEY-1",
