@@ -3,11 +3,12 @@
 A sentence of a spec chapter that uses an RFC 2119 key word (MUST, MUST NOT, SHOULD, SHOULD NOT,
 MAY, and the synonyms SHALL, REQUIRED, RECOMMENDED, OPTIONAL) in upper case is a requirement, and it
 MUST cite, in inline code, the ID of a rule of :data:`~amkspec.conformance.rules.RULES` that states
-it. A key word written as inline code (`` `MUST` ``) is a mention of the word, not a use. Code
-fences, directive blocks and headings are not prose and are not scanned.
+it. A key word written as inline code (``MUST`` between backticks in the Markdown source) is a
+mention of the word, not a use. Code fences, directive blocks and headings are not prose and are
+not scanned.
 
 :func:`uncited_requirements` is the one check; the docs build (``docs/_ext/amkspec_rules.py``) and
-the kit's own tests (``conformance/test_corpus.py``) both run it.
+the kit's own tests (``conformance/test_normative.py``) both run it.
 """
 
 from __future__ import annotations
