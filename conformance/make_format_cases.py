@@ -58,6 +58,27 @@ def _drop(key: str) -> Edit:
     return lambda doc: doc.pop(key)
 
 
+def _delete(path: str) -> Edit:
+    """Remove the member at ``path`` (``tasks[1].out_counter``)."""
+
+    def apply(doc: dict[str, Any]) -> None:
+        *parents, last = path.replace("]", "").replace("[", ".").split(".")
+        node: Any = doc
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        del node[last]
+
+    return apply
+
+
+def _edits(*edits: Edit) -> Edit:
+    def apply(doc: dict[str, Any]) -> None:
+        for edit in edits:
+            edit(doc)
+
+    return apply
+
+
 def _duplicate(text: str, anchor: str, extra: str) -> str:
     """``text`` with ``extra`` (a ``"key": value`` member) inserted right after the first ``anchor``."""
     at = text.index(anchor) + len(anchor)
@@ -191,7 +212,104 @@ def build_cases() -> dict[str, dict[str, Any]]:
             "tasks[1]",
         ),
     ]
-    return {f"{slug}.json": doc for slug, doc in cases}
+    return {f"{slug}.json": doc for slug, doc in cases + _more_cases()}
+
+
+def _more_cases() -> list[tuple[str, dict[str, Any]]]:
+    """A null target (§1.1), integer-map keys (§6.1), required record fields, integral types and
+    broken-but-representable documents (§6.4)."""
+    return [
+        loaded(
+            "target_null",
+            "DATA-TARGET-1",
+            "a program whose target is null loads and re-serialises byte for byte",
+            _doc(_set("target", None)),
+        ),
+        loaded(
+            "sm_assignment_integer_keys",
+            "FMT-KEY-1",
+            'an explicit sm_assignment keyed by "0", "3" and "-1" (every key matches ^-?[0-9]+$)',
+            _doc(_set("config.sm_assignment", {"0": 0, "3": 1, "-1": 2})),
+        ),
+        refused(
+            "sm_assignment_key_not_decimal",
+            "FMT-KEY-1",
+            'an sm_assignment key "3a", which is not a decimal integer',
+            _doc(_set("config.sm_assignment", {"0": 0, "3a": 1})),
+            "FormatError",
+            'config.sm_assignment["3a"]',
+        ),
+        refused(
+            "sm_assignment_key_plus_sign",
+            "FMT-KEY-1",
+            'an sm_assignment key "+3": a sign other than "-" does not match ^-?[0-9]+$',
+            _doc(_set("config.sm_assignment", {"+3": 1})),
+            "FormatError",
+            'config.sm_assignment["+3"]',
+        ),
+        refused(
+            "missing_task_out_counter",
+            "FMT-REQ-2",
+            "task 1 without its out_counter",
+            _doc(_delete("tasks[1].out_counter")),
+            "FormatError",
+            "tasks[1]",
+        ),
+        refused(
+            "missing_wait_threshold",
+            "FMT-REQ-2",
+            "a wait of task 1 without its threshold",
+            _doc(_delete("tasks[1].waits[0].threshold")),
+            "FormatError",
+            "tasks[1].waits[0]",
+        ),
+        refused(
+            "threshold_boolean",
+            "FMT-TYPE-1",
+            "a wait threshold given as true: booleans are not integers",
+            _doc(_set("tasks[1].waits[0].threshold", True)),
+            "FormatError",
+            "tasks[1].waits[0].threshold",
+        ),
+        refused(
+            "out_counter_float",
+            "FMT-TYPE-1",
+            "an out_counter given as 1.0: a float is not an integer",
+            _doc(_set("tasks[1].out_counter", 1.0)),
+            "FormatError",
+            "tasks[1].out_counter",
+        ),
+        loaded(
+            "broken_ids_not_positions",
+            "FMT-LOAD-1",
+            "buffer 2 numbered 7 and counter 1 numbered 9: ids that are not list positions still load",
+            _doc(_edits(_set("buffers[2].id", 7), _set("counters[1].id", 9))),
+        ),
+        loaded(
+            "broken_dangling_references",
+            "FMT-LOAD-1",
+            "a task reading buffer 99 and waiting on counter 42, neither of which exists, still loads",
+            _doc(_edits(_set("tasks[1].inputs", [2, 99]), _set("tasks[1].waits[0].counter", 42))),
+        ),
+        loaded(
+            "broken_zero_threshold",
+            "FMT-LOAD-1",
+            "a wait threshold of 0 still loads",
+            _doc(_set("tasks[1].waits[0].threshold", 0)),
+        ),
+        loaded(
+            "broken_wait_cycle",
+            "FMT-LOAD-1",
+            "task 0 waits on the counter of task 1, which waits on task 0's: a cycle of waits still loads",
+            _doc(_set("tasks[0].waits", [{"counter": 1, "threshold": 1}])),
+        ),
+        loaded(
+            "broken_nan_param",
+            "FMT-LOAD-1",
+            "a NaN in a task's params still loads",
+            _doc(_set("tasks[1].params.n_off", float("nan"))),
+        ),
+    ]
 
 
 def main() -> int:

@@ -33,7 +33,10 @@ class Rule:
     """One normative sentence: its ID, level, the site section it belongs to, and its text.
 
     ``codes`` are the diagnostic codes that witness a violation; ``every_case`` marks a rule that
-    every case exercises (the protocol handshake), so it needs no case of its own.
+    every case exercises (the protocol handshake), so it needs no case of its own. ``verified_by``
+    names, as pytest node IDs, the amkspec tests that verify a rule on a component the harness
+    protocol cannot drive (a lowering, the device launch, the ABI's numeric codes): such a rule has
+    no case, and the kit does not certify it.
     """
 
     id: str
@@ -42,6 +45,7 @@ class Rule:
     text: str
     codes: tuple[str, ...] = ()
     every_case: bool = False
+    verified_by: tuple[str, ...] = ()
 
     @property
     def chapter(self) -> int:
@@ -65,6 +69,30 @@ _HAND_WRITTEN: tuple[Rule, ...] = (
         "§1.1",
         "Every buffer, counter and task id MUST equal its position in its list.",
         ("S102",),
+    ),
+    Rule(
+        "DATA-TARGET-1",
+        Y,
+        "§1.1",
+        "A program's `target` MAY be null; the checks that need a target (SM ranges, launch limits) "
+        "then do not apply.",
+    ),
+    Rule(
+        "DATA-ENUM-1",
+        M,
+        "§1.2",
+        "An implementation MUST use exactly the numeric codes of §1.2 for every enumeration on the device.",
+        verified_by=(
+            "tests/ir/test_enums.py::test_dtype_codes_and_bits",
+            "tests/ir/test_enums.py::test_space_and_kind_codes",
+            "tests/ir/test_enums.py::test_opcode_codes",
+        ),
+    ),
+    Rule(
+        "DATA-SRC-1",
+        S,
+        "§1.3",
+        "A writer SHOULD set `source` to null on every buffer that is not a WEIGHT or CONST buffer.",
     ),
     # §2 synchronisation and execution
     Rule(
@@ -90,12 +118,43 @@ _HAND_WRITTEN: tuple[Rule, ...] = (
     ),
     Rule("EXEC-REFUSE-1", M, "§2.4", "A VM MUST refuse, and not run, a program the validator rejects."),
     Rule("EXEC-REFUSE-2", M, "§2.4", "A VM MUST run a program the validator accepts."),
+    # §5 schedule configuration and GPU targets
+    Rule(
+        "LOWER-CFG-1",
+        M,
+        "§5.1",
+        "A lowering MUST refuse, and not lower, a ScheduleConfig with a tiling value that is not a positive "
+        "integer or a `pipelining_depth` that is not a non-negative integer.",
+        verified_by=("tests/search/test_knobs.py::test_lower_refuses_bad_knobs_with_a_config_error",),
+    ),
+    Rule(
+        "LOWER-FUSE-1",
+        M,
+        "§5.1",
+        "A lowering MUST refuse a `fusion_grouping` group that it does not emit as one task group.",
+        verified_by=("tests/lower/test_fusion.py::test_unsupported_groups_are_refused_naming_the_supported_ones",),
+    ),
+    Rule(
+        "EXEC-COOP-1",
+        M,
+        "§5.2",
+        "A VM whose tasks wait across blocks MUST launch all of its blocks co-resident "
+        "(a cooperative launch).",
+        verified_by=("tests/vm_cuda/test_gpu.py::test_the_cubin_loads_and_all_blocks_fit_co_resident",),
+    ),
     # §6 the JSON format
     Rule(
         "FMT-RT-1",
         M,
         "§6.2",
         "A reader-writer MUST re-serialise a canonical document (`json.dumps(doc, indent=2)`) byte for byte.",
+    ),
+    Rule(
+        "FMT-KEY-1",
+        M,
+        "§6.1",
+        "A reader MUST accept as an integer-map key exactly the strings matching `^-?[0-9]+$`, and refuse "
+        "any other key with a FormatError naming its JSON path.",
     ),
     Rule("FMT-UNK-1", M, "§6.3", "Unknown fields MUST be kept on load and written back in place."),
     Rule("FMT-JSON-1", M, "§6.4", "Text that is not JSON MUST be refused with a FormatError at the root."),
@@ -116,6 +175,21 @@ _HAND_WRITTEN: tuple[Rule, ...] = (
         M,
         "§6.4",
         "A document without `buffers`, `counters` or `tasks` MUST be refused with a FormatError.",
+    ),
+    Rule(
+        "FMT-REQ-2",
+        M,
+        "§6.4",
+        "A record without a required field (one with no default) MUST be refused with a FormatError "
+        "naming the record's JSON path.",
+    ),
+    Rule(
+        "FMT-LOAD-1",
+        M,
+        "§6.4",
+        "A reader MUST load a document that is representable but broken (ids that are not list positions, "
+        "references to records that do not exist, a threshold of 0, a cycle of waits, a NaN param) and "
+        "leave judging it to the validator.",
     ),
     Rule(
         "FMT-DUP-1",
@@ -211,6 +285,22 @@ def rules_for_codes(codes: list[str]) -> list[str]:
     return [r.id for r in RULES.values() if wanted.intersection(r.codes)]
 
 
+def rules_in(where: str) -> list[Rule]:
+    """The rules of a chapter (``§6``) or of a section and its subsections (``§6.4``), in order."""
+    return [
+        r
+        for r in RULES.values()
+        if r.section == where
+        or r.section.startswith(where.rstrip(".") + ".")
+        or ("." not in where and r.chapter == int(where.lstrip("§")))
+    ]
+
+
 def untraced_musts(cited: set[str]) -> list[str]:
-    """The MUST rules (other than those every case exercises) that no rule ID in ``cited`` names."""
-    return [r.id for r in RULES.values() if r.level is Level.MUST and not r.every_case and r.id not in cited]
+    """The MUST rules that no rule ID in ``cited`` names, other than those every case exercises and
+    those verified by amkspec's own tests (``verified_by``)."""
+    return [
+        r.id
+        for r in RULES.values()
+        if r.level is Level.MUST and not r.every_case and not r.verified_by and r.id not in cited
+    ]

@@ -5,7 +5,12 @@
 ``rule-<id>`` (lower case) so that ``spec/06-json-format.html#rule-fmt-rt-1`` is a stable link.
 
 ``{amkspec-traceability}`` renders the table rule → diagnostic code(s) → conformance cases and
-**fails the build** when a MUST rule has no case (rules every case exercises excepted).
+**fails the build** when a MUST rule has no case (rules every case exercises, and rules verified by
+amkspec's own tests because the protocol cannot drive their component, excepted).
+
+Every sentence of a spec chapter (``docs/spec/*.md``) that uses an RFC 2119 key word must cite the
+ID of an existing rule (:mod:`amkspec.conformance.normative`); each one that does not is a warning
+at its line, so ``sphinx -W`` fails.
 """
 
 from __future__ import annotations
@@ -16,9 +21,13 @@ from typing import Any
 from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.errors import ExtensionError
+from sphinx.util import logging
 
 from amkspec.conformance.cases import discover
-from amkspec.conformance.rules import RULES, Rule, untraced_musts
+from amkspec.conformance.normative import uncited_requirements
+from amkspec.conformance.rules import RULES, Rule, rules_in, untraced_musts
+
+LOGGER = logging.getLogger(__name__)
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "conformance" / "cases"
 
@@ -26,14 +35,6 @@ CASES_DIR = Path(__file__).resolve().parents[2] / "conformance" / "cases"
 def anchor(rule_id: str) -> str:
     """The HTML anchor of a rule."""
     return "rule-" + rule_id.lower()
-
-
-def _in(rule: Rule, where: str) -> bool:
-    return (
-        rule.section == where
-        or rule.section.startswith(where.rstrip(".") + ".")
-        or ("." not in where and rule.chapter == int(where.lstrip("§")))
-    )
 
 
 def cases_by_rule() -> dict[str, list[str]]:
@@ -50,21 +51,30 @@ class RulesDirective(Directive):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        chosen = [r for r in RULES.values() if _in(r, self.arguments[0])]
+        chosen = rules_in(self.arguments[0])
         if not chosen:
             raise ExtensionError(f"amkspec-rules: no rule in {self.arguments[0]}")
         items = nodes.bullet_list(classes=["amkspec-rules"])
         for rule in chosen:
-            para = nodes.paragraph()
-            para += nodes.target("", "", ids=[anchor(rule.id)])
-            para += nodes.strong(text=rule.id)
-            para += nodes.Text(f" ({rule.level.value}). {rule.text}")
-            if rule.codes:
-                para += nodes.Text(" Codes: ")
-                para += nodes.literal(text=", ".join(rule.codes))
-                para += nodes.Text(".")
-            items += nodes.list_item("", para)
+            items += nodes.list_item("", _entry(rule))
         return [items]
+
+
+def _entry(rule: Rule) -> nodes.paragraph:
+    para = nodes.paragraph()
+    para += nodes.target("", "", ids=[anchor(rule.id)])
+    para += nodes.strong(text=rule.id)
+    para += nodes.Text(f" ({rule.level.value}). {rule.text}")
+    if rule.codes:
+        para += nodes.Text(" Codes: ")
+        para += nodes.literal(text=", ".join(rule.codes))
+        para += nodes.Text(".")
+    if rule.verified_by:
+        para += nodes.Text(" The protocol cannot drive this component, so the kit does not certify it; ")
+        para += nodes.Text("amkspec's own tests verify it: ")
+        para += nodes.literal(text=", ".join(rule.verified_by))
+        para += nodes.Text(".")
+    return para
 
 
 class TraceabilityDirective(Directive):
@@ -82,6 +92,8 @@ class TraceabilityDirective(Directive):
             shown = (
                 "every case"
                 if rule.every_case and not ids
+                else "amkspec tests: " + ", ".join(t.rpartition("::")[2] for t in rule.verified_by)
+                if rule.verified_by and not ids
                 else (", ".join(ids[:3]) + (f" … ({len(ids)} in all)" if len(ids) > 3 else ""))
             )
             rows.append([rule.id, rule.level.value, rule.section, ", ".join(rule.codes), shown])
@@ -111,7 +123,17 @@ def _row(cells: list[str]) -> nodes.row:
     return row
 
 
+def check_requirement_sentences(app: Any, docname: str, source: list[str]) -> None:
+    """Warn (an error under ``-W``) at every RFC 2119 sentence of a spec chapter that names no rule."""
+    if not docname.startswith("spec/"):
+        return
+    for requirement, problem in uncited_requirements(source[0]):
+        where = (docname, requirement.line)
+        LOGGER.warning("requirement sentence %s: %r", problem, requirement.text[:120], location=where)
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("source-read", check_requirement_sentences)
     app.add_directive("amkspec-rules", RulesDirective)
     app.add_directive("amkspec-traceability", TraceabilityDirective)
     return {"parallel_read_safe": True, "version": "1"}
