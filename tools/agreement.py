@@ -8,7 +8,7 @@ Used by ``tools/exhaustive.py`` and ``tools/random_agreement.py``. The model che
    listed in :data:`RULE_ONLY` (spec rules that can reject a program on which no execution
    misbehaves);
 2. every kind the model checker finds is explained by a code validate reports, per
-   :data:`EXPLAINS`; or by R301 (a partial wait on a shared counter, spec §3.2) when the finding
+   :data:`EXPLAINS`; or by R301 (a partial wait on a shared counter, spec §3.3) when the finding
    is *caused* by the partial waits: it disappears from the program in which every wait R301
    names is raised to the full join (:func:`joined`). validate's other rules reason as if every
    wait were the full join (the all-join rule makes it one), so a race, a page clobber or an
@@ -37,7 +37,7 @@ from amkspec.proofs.model_check import Finding, check
 RULE_ONLY = frozenset({"S103", "D203", "D204", "D205", "R301", "R306", "R304"})
 """Codes that may reject a program on which no execution misbehaves (spec rules: counters start
 at 0, no task waits on its own counter, the producer→consumer graph and its SM-queue extension
-MUST be acyclic even where partial waits let a cycle run (spec §1, §3.1), the all-join, one
+MUST be acyclic even where partial waits let a cycle run (spec §3.2), the all-join, one
 counter per buffer's writers, no read of a task's own unwritten output)."""
 
 GATES = frozenset({"D203", "D204"})
@@ -68,7 +68,7 @@ the model checker. When that read is not ordered after ``a``'s writers, validate
 
 def joined(prog: MegakernelProgram) -> MegakernelProgram:
     """A copy of ``prog`` in which every wait the all-join rule (R301) rejects waits for the full
-    join: threshold = the counter's producer count (spec §3.2)."""
+    join: threshold = the counter's producer count (spec §3.3)."""
     out = copy.deepcopy(prog)
     producers: dict[object, int] = {}
     for t in out.tasks:
