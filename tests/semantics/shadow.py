@@ -103,8 +103,10 @@ def _perturbations(t: Tensor, idx: int, modulus: int | None) -> Iterator[Tensor]
         p = flat.clone()
         p[idx] = ~v
         yield p.reshape(t.shape)
-    elif t.dtype == torch.uint8:  # large level changes, so that output rounding cannot hide them
-        for mask in (0x88, 0x77, 0x11):
+    elif t.dtype == torch.uint8:
+        # Large level changes, so that output rounding cannot hide them; one nibble at a time too,
+        # since a packed I4 byte's two columns can cancel out (x₀·s₀ ≈ −x₁·s₁) when both move.
+        for mask in (0x88, 0x77, 0x11, 0x08, 0x80):
             p = flat.clone()
             p[idx] = int(v) ^ mask
             yield p.reshape(t.shape)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, Task
 from amkspec.proofs.footprint import Region, task_footprint
+from amkspec.semantics import torch_dtype
 from tests.semantics.shadow import Case, read, tensor_for, written
 
 K = InstructionKind
@@ -104,6 +105,16 @@ def _kv_append(draw: Any, b: _Builder) -> Case:
     return b.case(K.KV_APPEND, {"pos": pos}, [new, cache], [cache])
 
 
+def _away_from_zero(draw: Any, shape: tuple[int, ...], dtype: DType) -> torch.Tensor:
+    """Values of magnitude in [0.5, 1]: a quantized weight's level change of 8 then moves the output
+    by at least 2, above the rounding of any output dtype (a near-zero activation or scale would
+    hide a real read from the shadow memory)."""
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    magnitude = 0.5 + 0.5 * torch.rand(shape, generator=gen)
+    sign = torch.where(torch.rand(shape, generator=gen) < 0.5, -1.0, 1.0)
+    return (magnitude * sign).to(torch_dtype(dtype))
+
+
 def _linear(draw: Any, b: _Builder, op: K) -> Case:
     m = 1 if op is K.GEMV_TILE else draw(dims)
     k, n = draw(st.integers(1, 5)), draw(st.integers(1, 6))
@@ -115,6 +126,8 @@ def _linear(draw: Any, b: _Builder, op: K) -> Case:
     x = b.buf((m, k))
     out = b.buf((m, n))
     quant = draw(st.sampled_from([None, DType.I8, DType.I4]))
+    if quant is not None:
+        b.fixed[x] = _away_from_zero(draw, (m, k), b.buffers[x].dtype)
     if quant is None:
         ins = [x, b.buf((n, k), kind=BufferKind.WEIGHT)]
         if draw(st.booleans()):
@@ -124,6 +137,7 @@ def _linear(draw: Any, b: _Builder, op: K) -> Case:
         groups = math.ceil(k / group) + draw(st.integers(0, 1))
         params.update(qdtype=int(quant), group=group)
         ins = [x, b.buf((n, k), quant, BufferKind.WEIGHT), b.buf((n, groups), DType.F16, BufferKind.WEIGHT)]
+        b.fixed[ins[2]] = _away_from_zero(draw, (n, groups), DType.F16)
         if draw(st.booleans()):
             ins.append(b.buf((n, groups), DType.F16, BufferKind.WEIGHT))
     return b.case(op, params, ins, [out])
