@@ -20,13 +20,14 @@ Two scopes:
 * a **neighbourhood** (:func:`neighbourhood`, :meth:`Encoding.reduced`) keeps only the tasks a
   query names plus those whose timing a counting argument needs (tasks with a partial wait and
   the producers that wait counts). Every other ancestor has only *all-join* edges (every
-  producer of each of its waits, and its queue predecessor, must end first), so it can always run
-  as early as its own dependencies allow, and all that matters of it is which kept tasks must end
-  before it: its *frontier*. A kept task that depends on it then gets ``e_k < s_i`` for each ``k``
+  producer of each of its waits, and its queue predecessor, must end first), so it can run at any
+  moment after its own dependencies have ended, and all that matters of it is which kept tasks must
+  end before it: its *frontier*. A kept task that depends on it then gets ``e_k < s_i`` for each ``k``
   of the frontier. This is exact: a bad execution of the full encoding restricted to the kept
   tasks satisfies the neighbourhood's constraints (the frontier ended before the summarised task,
   which ended before ``i``), and a model of the neighbourhood becomes a full execution by running
-  each summarised task right after the last end of its frontier (:meth:`Encoding.trace`). A
+  each summarised task that a started kept task needs just before the first start that needs it
+  (:meth:`Encoding.trace`). A
   summarised task that can never run (a wait above its producer count, a cycle of all-join edges)
   makes everything that depends on it unable to start. The neighbourhood of a query about two
   tasks deep in a 100k-task chain is those two tasks, not the chain.
@@ -55,6 +56,8 @@ class Neighbourhood:
     kept: frozenset[int]
     frontier: dict[int, frozenset[int] | None]
     order: tuple[int, ...]
+    preds: dict[int, list[int]]
+    """Every summarised task's all-join predecessors."""
 
 
 def wait_need(view: ProgramView, counter: int, threshold: int) -> int:
@@ -62,20 +65,27 @@ def wait_need(view: ProgramView, counter: int, threshold: int) -> int:
     return threshold - view.init.get(counter, 0)
 
 
-def all_join_preds(view: ProgramView, i: int) -> list[int] | None:
-    """Every task that must end before ``i`` starts, when ``i`` has only all-join waits; None when
-    some wait counts a subset of its producers (a partial wait), or can never hold."""
+def required_preds(view: ProgramView, i: int) -> list[int]:
+    """The tasks that must end before ``i`` starts because of its all-join waits and its SM queue
+    (a partial wait requires no one producer in particular)."""
     out = []
     for c, t in view.tasks[i].waits:
-        need, prods = wait_need(view, c, t), view.producers.get(c, [])
-        if need <= 0:
-            continue
-        if need != len(prods):
-            return None
-        out.extend(prods)
+        prods = view.producers.get(c, [])
+        if wait_need(view, c, t) == len(prods):
+            out.extend(prods)
     if i in view.queue_prev:
         out.append(view.queue_prev[i])
     return out
+
+
+def all_join_preds(view: ProgramView, i: int) -> list[int] | None:
+    """:func:`required_preds` when every wait of ``i`` is all-join (or already met); None when some
+    wait counts a subset of its producers (a partial wait), or can never hold."""
+    for c, t in view.tasks[i].waits:
+        need = wait_need(view, c, t)
+        if need > 0 and need != len(view.producers.get(c, [])):
+            return None
+    return required_preds(view, i)
 
 
 def neighbourhood(view: ProgramView, involved: Iterable[int]) -> Neighbourhood:
@@ -94,7 +104,7 @@ def neighbourhood(view: ProgramView, involved: Iterable[int]) -> Neighbourhood:
     order: list[int] = []
     for root in sorted(closure - kept):
         _summarise(root, kept, joins, frontier, order)
-    return Neighbourhood(frozenset(kept), frontier, tuple(order))
+    return Neighbourhood(frozenset(kept), frontier, tuple(order), {i: joins[i] for i in frontier})
 
 
 def _summarise(
@@ -249,39 +259,44 @@ class Encoding:
     def trace(self, model: z3.ModelRef, keep: set[int] | None = None) -> Trace:
         """The events that happen in ``model`` (time < 0), ordered; ends first on ties.
 
-        In a neighbourhood, each summarised task of ``keep`` whose frontier ended runs right after
-        the last end of its frontier (before any kept task starts at that time)."""
+        In a neighbourhood, the summarised tasks that the started kept tasks need run just in time."""
         timed: list[tuple[int, int, int, Event]] = []
-        ends: dict[int, int] = {}
         for i in sorted(self.encoded if keep is None else keep & self.encoded):
             s = model.eval(self.start(i), model_completion=True).as_long()
             e = model.eval(self.end(i), model_completion=True).as_long()
-            ends[i] = e
             tid = self.view.tasks[i].id
             if s < 0:
                 timed.append((s, 2, 0, Event("start", tid)))
             if e < 0:
                 timed.append((e, 0, 0, Event("end", tid)))
         if self.hood is not None:
-            timed += self._summarised_events(model, ends, keep)
+            timed += self._summarised_events(model, keep)
         timed.sort(key=lambda x: (x[0], x[1], x[2]))
         return tuple(ev for *_, ev in timed)
 
     def _summarised_events(
-        self, model: z3.ModelRef, ends: dict[int, int], keep: set[int] | None
+        self, model: z3.ModelRef, keep: set[int] | None
     ) -> list[tuple[int, int, int, Event]]:
-        assert self.hood is not None
+        """Each summarised task a started kept task needs runs right before the first start that
+        needs it (its frontier has ended by then: the kept task's constraint says so)."""
+        hood = self.hood
+        assert hood is not None
+        deadline: dict[int, int] = {}
+        for q in hood.kept if keep is None else hood.kept & keep:
+            s = model.eval(self.start(q), model_completion=True).as_long()
+            for p in required_preds(self.view, q) if s < 0 else ():
+                if p in hood.frontier:
+                    deadline[p] = min(deadline.get(p, s), s)
+        for i in reversed(hood.order):
+            for p in hood.preds[i] if i in deadline else ():
+                if p in hood.frontier:
+                    deadline[p] = min(deadline.get(p, deadline[i]), deadline[i])
         out: list[tuple[int, int, int, Event]] = []
-        for n, i in enumerate(self.hood.order):
-            f = self.hood.frontier[i]
-            if f is NEVER or (keep is not None and i not in keep):
-                continue
-            times = [ends[k] if k in ends else model.eval(self.end(k), model_completion=True).as_long() for k in f]
-            if any(t >= 0 for t in times):
-                continue
-            at = max(times, default=-(2**62))
-            tid = self.view.tasks[i].id
-            out += [(at, 1, 2 * n, Event("start", tid)), (at, 1, 2 * n + 1, Event("end", tid))]
+        for n, i in enumerate(hood.order):
+            if i in deadline:
+                tid = self.view.tasks[i].id
+                at = deadline[i]
+                out += [(at, 1, 2 * n, Event("start", tid)), (at, 1, 2 * n + 1, Event("end", tid))]
         return out
 
     def happened(self, model: z3.ModelRef, expr: z3.BoolRef) -> bool:

@@ -258,7 +258,9 @@ class Prover:
 
     def _clobber_witness(self, share: PageShare, involved: list[int]) -> Witness | None:
         triples = [
-            t for t in self._clobber_triples(share) if not any(self.before(*o) for o in self._clobber_orders(*t[2:]))
+            t
+            for t in self._clobber_triples(share)
+            if not any(self.before(*o) for o in self._clobber_orders(*t[2:]))
         ]
         if not triples:
             return None
@@ -334,7 +336,7 @@ class Prover:
             if i in view.queue_prev:
                 blocked.append(z3.Not(enc.ended(view.queue_prev[i])))
             goal.append(z3.Implies(enc.started(i), enc.ended(i)))
-            goal.append(z3.Or(enc.started(i), z3.Or(blocked) if blocked else z3.BoolVal(False, self.full.ctx)))
+            goal.append(z3.Or(enc.started(i), z3.Or(blocked) if blocked else z3.BoolVal(False, enc.ctx)))
         goal.append(
             z3.Not(enc.ended(task)) if task is not None else z3.Or([z3.Not(enc.ended(i)) for i in scope])
         )
@@ -378,7 +380,7 @@ class Prover:
 
         # Event-driven, linear: each task counts its unmet conditions; a counter's waiters are
         # sorted by threshold and released as its value passes them.
-        unmet = [0] * len(view.tasks)
+        missing = [0] * len(view.tasks)
         waiters: dict[int, list[tuple[int, int]]] = {}
         followers: dict[int, int] = {}
         for t in view.tasks:
@@ -386,15 +388,15 @@ class Prover:
                 continue
             for c, th in t.waits:
                 if value.get(c, 0) < th:
-                    unmet[t.index] += 1
+                    missing[t.index] += 1
                     waiters.setdefault(c, []).append((th, t.index))
             prev = view.queue_prev.get(t.index)
             if prev is not None and prev not in done:
-                unmet[t.index] += 1
+                missing[t.index] += 1
                 followers[prev] = t.index
         for ws in waiters.values():
             ws.sort(reverse=True)
-        ready = deque(i for i in range(len(view.tasks)) if i not in done and unmet[i] == 0)
+        ready = deque(i for i in range(len(view.tasks)) if i not in done and missing[i] == 0)
         while ready:
             i = ready.popleft()
             done.add(i)
@@ -406,8 +408,8 @@ class Prover:
             while ws and ws[-1][0] <= value[c]:
                 released.append(ws.pop()[1])
             for j in released:
-                unmet[j] -= 1
-                if unmet[j] == 0:
+                missing[j] -= 1
+                if missing[j] == 0:
                     ready.append(j)
         waiting = [i for i in range(len(view.tasks)) if i not in done]
         blocked = []

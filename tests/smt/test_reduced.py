@@ -1,6 +1,7 @@
 """The reduced queries (happens-before first, Z3 on a neighbourhood, the maximal run for deadlock,
 peeling for cycles) against the full encoding: same verdict on every query, and a reduced
-witness replays on the counter machine and on the ReferenceVM whenever the full one does (issue 12)."""
+witness replays on the counter machine whenever the full one does, and on the ReferenceVM too except
+for page clobbers, whose query may pick another triple (issue 12)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ def same_verdicts(prog: MegakernelProgram) -> None:
             assert r.witness.blocked == f.witness.blocked
         if _replays(prog, f.witness):
             check_witness(prog, r.witness.to_dict(prog))
+        if r.witness.kind == "page-clobber":
+            # a disjunction over (writer, reader, clobberer) triples: either encoding's model may pick
+            # any triple, and whether the VM sees the clobber depends on the triple's data
+            continue
         if confirm_witness(prog, f.witness.to_dict(prog)) is None:
             assert confirm_witness(prog, r.witness.to_dict(prog)) is None, r.witness
 
@@ -114,4 +119,6 @@ def test_a_summarised_task_that_can_never_run_blocks_what_depends_on_it() -> Non
     last = len(prog.tasks) - 1
     enc = Encoding.reduced(p.view, [last], p.full.ctx)
     assert enc.hood is not None and len(enc.hood.kept) < len(p.view.closure([last]))
-    assert (enc.check(enc.started(last)) is None) == (Prover(prog, reduce=False).unwritten_read(last, 0).proved)
+    full = Encoding(p.view)
+    full.ensure([last])
+    assert enc.check(enc.started(last)) is None and full.check(full.started(last)) is None
