@@ -112,8 +112,8 @@ def main() -> None:
                 path = Path(tmp) / f"{shape}-{size}.json"
                 made = measure("certify", shape, size, path, args.repeat)
                 checked = measure("check", shape, size, path, args.repeat)
-                cells = [f"{made['seconds']:.2f}", f"{made['traced_mib']:.0f}", f"{made['rss_mib']:.0f}"]
-                cells += [f"{checked['seconds']:.2f}", f"{checked['traced_mib']:.0f}", f"{checked['rss_mib']:.0f}"]
+                cells = [f"{r['seconds']:.2f} | {r['traced_mib']:.0f} | {r['rss_mib']:.0f}"
+                         for r in (made, checked)]
                 rows.append(f"| {shape} | {int(made['tasks']):,} | " + " | ".join(cells) + " |")
                 print(rows[-1], flush=True)
     if args.write_results:
