@@ -11,7 +11,8 @@ Run: ``python3 benchmarks/certificate.py [--sizes 1000,10000,100000] [--repeat N
 Each (program, size, step) runs in a fresh subprocess, which reports the median wall time of
 ``--repeat`` runs (one at 100k tasks and above), the ``tracemalloc`` peak of one run (Python
 allocations) and its own peak resident set size (``getrusage``: the whole process, including the
-interpreter and the program itself). The checker's process reads the certificate the certifier's
+interpreter and the program itself, taken before the ``tracemalloc`` run, whose bookkeeping would
+inflate it). The checker's process reads the certificate the certifier's
 process wrote, as ``amkspec check-cert`` does. ``--write-results`` writes the table to
 ``benchmarks/results/certificate_scaling.md``, which the robustness page includes.
 """
@@ -73,13 +74,14 @@ def one(step: str, shape: str, size: int, cert_path: Path, repeat: int) -> None:
     prog = SHAPES[shape](size)
     if step == "certify":
         fn: Callable[[], object] = lambda: certify(prog)
-        cert_path.write_text(json.dumps(certify(prog)))
     else:
         cert = json.loads(cert_path.read_text())
         fn = lambda: check_certificate(prog, cert)
     seconds = median_wall(fn, repeat if size < 100_000 else 1)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux; before tracemalloc's own
     traced = peak_mib(fn)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    if step == "certify":
+        cert_path.write_text(json.dumps(certify(prog)))
     print(json.dumps({"tasks": len(prog.tasks), "seconds": seconds, "traced_mib": traced, "rss_mib": rss}))
 
 
