@@ -47,7 +47,7 @@ import z3
 from amkspec.ir import MegakernelProgram
 from amkspec.proofs.reach import Reachability
 from amkspec.proofs.trace import Event, Trace
-from amkspec.smt.encoding import Encoding, all_join_preds
+from amkspec.smt.encoding import Encoding, required_preds
 from amkspec.smt.view import PageShare, ProgramView, ReadObligation, WriterPair, build_view
 from amkspec.smt.witness import Blocked, BlockedWait, CycleEdge, Witness
 
@@ -97,7 +97,7 @@ class Prover:
         """Happens-before over all-join edges (None when they form a cycle: nothing is decided)."""
         if not self._hb_built:
             n = len(self.view.tasks)
-            self._hb = _topological([sorted(set(all_join_preds(self.view, i) or ())) for i in range(n)])
+            self._hb = _topological([sorted(set(required_preds(self.view, i))) for i in range(n)])
             self._hb_built = True
         return self._hb
 
