@@ -1,21 +1,30 @@
 """Benchmark of certificates: time and peak memory of ``certify`` and of the independent checker
 (``check_certificate``) at 1k/10k/100k tasks, on a chain and on layered MLP blocks (issue 12 item 9).
 
-Run: ``python3 benchmarks/certificate.py [--sizes 1000,10000,100000] [--repeat N]``.
+Run: ``python3 benchmarks/certificate.py [--sizes 1000,10000,100000] [--repeat N] [--write-results]``.
 
 * chain: ADD tasks, each reading the two previous outputs but waiting only on the previous
   task, so every second read needs a two-hop happens-before path;
 * layered: RMSNORM, gate/up/down GEMV tiles, SILU_MUL and a residual ADD per layer
   (``benchmarks/memory.py``); the residual read needs a path across the layer.
 
-Time is the median wall time of ``--repeat`` runs; peak memory is the ``tracemalloc`` peak of
-one more run (Python allocations, which dominate).
+Each (program, size, step) runs in a fresh subprocess, which reports the median wall time of
+``--repeat`` runs (one at 100k tasks and above), the ``tracemalloc`` peak of one run (Python
+allocations) and its own peak resident set size (``getrusage``: the whole process, including the
+interpreter and the program itself, taken before the ``tracemalloc`` run, whose bookkeeping would
+inflate it). The checker's process reads the certificate the certifier's
+process wrote, as ``amkspec check-cert`` does. ``--write-results`` writes the table to
+``benchmarks/results/certificate_scaling.md``, which the robustness page includes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
 import sys
+import tempfile
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +39,7 @@ from amkspec.proofs.certificate import certify
 from benchmarks.memory import layered_program
 
 WIDTH = 16
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def chain_program(n_tasks: int) -> MegakernelProgram:
@@ -47,6 +57,9 @@ def chain_program(n_tasks: int) -> MegakernelProgram:
     return b.build(meta={"model": "benchmarks.certificate"}, target=TARGETS["h100"])
 
 
+SHAPES: dict[str, Callable[[int], MegakernelProgram]] = {"chain": chain_program, "layered": layered_program}
+
+
 def peak_mib(fn: Callable[[], object]) -> float:
     tracemalloc.start()
     try:
@@ -56,26 +69,59 @@ def peak_mib(fn: Callable[[], object]) -> float:
         tracemalloc.stop()
 
 
+def one(step: str, shape: str, size: int, cert_path: Path, repeat: int) -> None:
+    """The child: time and memory of one step, as a JSON line."""
+    prog = SHAPES[shape](size)
+    if step == "certify":
+        fn: Callable[[], object] = lambda: certify(prog)
+    else:
+        cert = json.loads(cert_path.read_text())
+        fn = lambda: check_certificate(prog, cert)
+    seconds = median_wall(fn, repeat if size < 100_000 else 1)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux; before tracemalloc's own
+    traced = peak_mib(fn)
+    if step == "certify":
+        cert_path.write_text(json.dumps(certify(prog)))
+    print(json.dumps({"tasks": len(prog.tasks), "seconds": seconds, "traced_mib": traced, "rss_mib": rss}))
+
+
+def measure(step: str, shape: str, size: int, cert_path: Path, repeat: int) -> dict[str, float]:
+    cmd = [sys.executable, __file__, "--one", step, shape, str(size), str(cert_path), "--repeat", str(repeat)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--write-results", action="store_true")
+    parser.add_argument("--one", nargs=4, metavar=("STEP", "SHAPE", "TASKS", "CERT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    shapes = {"chain": chain_program, "layered": layered_program}
-    print(f"{'program':>8} {'tasks':>7} {'paths':>7}  {'certify s':>9} {'MiB':>7}  {'check s':>8} {'MiB':>7}")
-    for size in (int(s) for s in args.sizes.split(",")):
-        for name, make in shapes.items():
-            prog = make(size)
-            cert = certify(prog)
-            t_make = median_wall(lambda prog=prog: certify(prog), args.repeat)
-            m_make = peak_mib(lambda prog=prog: certify(prog))
-            t_check = median_wall(lambda prog=prog, cert=cert: check_certificate(prog, cert), args.repeat)
-            m_check = peak_mib(lambda prog=prog, cert=cert: check_certificate(prog, cert))
-            print(
-                f"{name:>8} {len(prog.tasks):>7} {len(cert['paths']):>7}  {t_make:9.3f} {m_make:7.1f}  "
-                f"{t_check:8.3f} {m_check:7.1f}",
-                flush=True,
-            )
+    if args.one:
+        step, shape, size, path = args.one
+        one(step, shape, int(size), Path(path), args.repeat)
+        return
+    rows = [
+        "| program | tasks | certify s | traced MiB | peak RSS MiB "
+        "| check-cert s | traced MiB | peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    print("\n".join(rows), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            for shape in SHAPES:
+                path = Path(tmp) / f"{shape}-{size}.json"
+                made = measure("certify", shape, size, path, args.repeat)
+                checked = measure("check", shape, size, path, args.repeat)
+                cells = [f"{r['seconds']:.2f} | {r['traced_mib']:.0f} | {r['rss_mib']:.0f}"
+                         for r in (made, checked)]
+                rows.append(f"| {shape} | {int(made['tasks']):,} | " + " | ".join(cells) + " |")
+                print(rows[-1], flush=True)
+    if args.write_results:
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "certificate_scaling.md").write_text("\n".join(rows) + "\n")
+        print("wrote benchmarks/results/certificate_scaling.md")
 
 
 if __name__ == "__main__":

@@ -1,27 +1,43 @@
-"""Scaling of ``amkspec explain`` on programs with large page tables (issue 12 item 9): time and
-peak Python memory at 1k/10k/100k tasks.
+"""Scaling of ``amkspec explain`` (issue 12 item 9): wall time and peak RSS at 1k/10k/100k tasks.
 
-Run: ``python3 benchmarks/explain_pages.py [--sizes 1000,10000,100000]``. The program is a chain
-of COPY tasks ``a0 → a1 → …`` (each waits for the previous one), every ACTIVATION on one of four
-pages in turn, plus one clobber: the last task's output shares the first buffer's page while a
-late reader still reads that buffer, so ``validate`` rejects with R311 and ``explain`` runs the
-page query. The SMT view keeps only consecutive occupants of each page (linear in the page table);
-before, every pair of occupants was an obligation (quadratic).
+Run: ``python3 benchmarks/explain_pages.py [--sizes 1000,10000,100000] [--write-results]``.
+
+Each (program, size) runs ``explain()`` in a fresh subprocess, which reports its own wall time
+of ``explain()`` (building the program and importing torch for the ReferenceVM replay are not
+timed) and its peak resident set size (``getrusage``: Z3's memory is native, so a Python-only
+measure such as ``tracemalloc`` misses it; the RSS includes the interpreter, torch and z3, about
+0.25 GB). The programs:
+
+* ``pages``: a chain of COPY tasks ``a0 → a1 → …`` (each waits for the previous one), every
+  ACTIVATION on one of four pages in turn, plus one clobber: the last task's output shares the
+  first buffer's page while a late reader still reads that buffer, so ``validate`` rejects with
+  R311 and ``explain`` runs the page queries;
+* ``race``, ``deadlock``, ``accepted``: :func:`amkspec.smt.examples.layered` (layers of four GEMV
+  tiles, each layer joining the previous one) with a partial wait or a threshold above its
+  producer count in the last layer, or valid (every query of the program is proved).
+
+``--write-results`` writes the table to ``benchmarks/results/explain_scaling.md``, which the
+robustness page includes. Before issue 12's fix every query encoded the whole ancestor chain:
+``pages`` took 6.9 s at 1k tasks, 1.5 GB at 3k, and was killed at about 24 GB at 10k.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MemSpace, Page, PageAllocation, ProgramBuilder
 from amkspec.ir.model import MegakernelProgram
-from amkspec.smt.explain import explain
+
+RESULTS = Path(__file__).resolve().parent / "results"
+FAMILIES = ("pages", "race", "deadlock", "accepted")
 
 
 def chain(n: int) -> MegakernelProgram:
@@ -41,21 +57,68 @@ def chain(n: int) -> MegakernelProgram:
     return b.build(pages=PageAllocation(mapping, pages))
 
 
+def program(family: str, n: int) -> MegakernelProgram:
+    from amkspec.smt.examples import layered
+
+    return chain(n) if family == "pages" else layered(n, None if family == "accepted" else family)
+
+
+def one(family: str, n: int) -> None:
+    """The child: one explain() run, reported as a JSON line."""
+    import amkspec.vm.witness  # noqa: F401  (torch: imported once per process, not timed)
+    from amkspec.smt.explain import explain
+
+    prog = program(family, n)
+    t0 = time.perf_counter()
+    result = explain(prog)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(json.dumps({
+        "family": family, "tasks": len(prog.tasks), "seconds": seconds, "rss_mib": peak,
+        "verdict": result.verdict, "codes": sorted({f.code for f in result.findings if f.code}),
+        "witnessed": result.witnessed,
+    }))
+
+
+def measure(family: str, n: int, timeout: float) -> dict[str, object]:
+    cmd = [sys.executable, __file__, "--one", family, str(n)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"family": family, "tasks": n, "error": f"over {timeout:.0f} s"}
+    if done.returncode != 0:
+        return {"family": family, "tasks": n, "error": f"exit {done.returncode}: {done.stderr[-200:]}"}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def row(r: dict[str, object]) -> str:
+    if "error" in r:
+        return f"| {r['family']} | {r['tasks']:,} | - | - | {r['error']} |"
+    outcome = f"{r['verdict']} {', '.join(map(str, r['codes'])) or ''} witnessed {r['witnessed']}"
+    return f"| {r['family']} | {r['tasks']:,} | {r['seconds']:.2f} | {r['rss_mib']:.0f} | {outcome} |"
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
+    ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--one", nargs=2, metavar=("FAMILY", "TASKS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one:
+        one(args.one[0], int(args.one[1]))
+        return
+    rows = ["| program | tasks | explain s | peak RSS MiB | outcome |", "|---|---:|---:|---:|---|"]
+    print("\n".join(rows), flush=True)
     for n in (int(s) for s in args.sizes.split(",")):
-        prog = chain(n)
-        tracemalloc.start()
-        t0 = time.perf_counter()
-        result = explain(prog)
-        seconds = time.perf_counter() - t0
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        codes = sorted({f.code for f in result.findings if f.code})
-        print(f"explain {n:>7} tasks: {seconds:8.2f} s, peak {peak / 2**20:8.1f} MiB, "
-              f"{result.verdict} {codes} witnessed={result.witnessed}")
+        for family in args.families.split(","):
+            rows.append(row(measure(family, n, args.timeout)))
+            print(rows[-1], flush=True)
+    if args.write_results:
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "explain_scaling.md").write_text("\n".join(rows) + "\n")
+        print("wrote benchmarks/results/explain_scaling.md")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,19 @@ this program; SAT yields a :class:`~amkspec.smt.witness.Witness`:
 * **cycle**: a cycle of producer→consumer and SM-queue edges;
 * **unwritten read**: a task that reads elements of a transient buffer that no other task
   writes (no writer at all, a coverage gap, its own output) can start.
+
+Near-linear at any program size (issue 12): by default (``reduce=True``) each obligation is first
+decided by *happens-before* over all-join edges (:class:`~amkspec.proofs.reach.Reachability`): a
+writer that must end before its reader starts cannot race with it, and so on. Only the pairs that
+can reorder reach Z3, each on its own :func:`~amkspec.smt.encoding.neighbourhood` (the tasks it
+names plus those a partial wait counts; every other ancestor is summarised by the kept tasks it
+waits for). The deadlock query is decided by the maximal run: counters only grow, so the ended
+sets of reachable states are closed under union, the maximal one is reached by running any
+ready task until none is, and a stuck state exists, with task ``i`` unfinished, exactly when the
+maximal run leaves ``i`` (in every stuck state the ended set *is* the maximal run: the first task
+of that run missing from it would be ready). The cycle query keeps the tasks that peeling
+successor-less tasks leaves: the largest set in which every task has a successor. ``reduce=False``
+is the full encoding (one solver, whole ancestor closures), kept for the tests that compare the two.
 """
 
 from __future__ import annotations
@@ -32,8 +45,9 @@ import attrs
 import z3
 
 from amkspec.ir import MegakernelProgram
+from amkspec.proofs.reach import Reachability
 from amkspec.proofs.trace import Event, Trace
-from amkspec.smt.encoding import Encoding
+from amkspec.smt.encoding import Encoding, required_preds
 from amkspec.smt.view import PageShare, ProgramView, ReadObligation, WriterPair, build_view
 from amkspec.smt.witness import Blocked, BlockedWait, CycleEdge, Witness
 
@@ -56,16 +70,50 @@ class QueryResult:
 class Prover:
     """All queries of one program on one incremental :class:`Encoding`."""
 
-    def __init__(self, prog: MegakernelProgram) -> None:
+    def __init__(self, prog: MegakernelProgram, reduce: bool = True) -> None:
         self.prog = prog
         self.view: ProgramView = build_view(prog)
-        self.enc = Encoding(self.view)
+        self.reduce = reduce
+        self.full = Encoding(self.view)
+        """The full encoding (``reduce=False``); its context is shared by the neighbourhoods."""
+        self._hb: Reachability | None = None
+        self._hb_built = False
+        self._known: dict[tuple[int, int], bool] = {}
         self.buffer_names = {b.id: b.name for b in prog.buffers}
         self.reads_of: dict[int, list[ReadObligation]] = {}
         for o in self.view.reads:
             self.reads_of.setdefault(o.reader, []).append(o)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def encoding(self, involved: Iterable[int]) -> Encoding:
+        """The encoding a query about ``involved`` runs on: its neighbourhood, or the full one."""
+        involved = list(involved)
+        if not self.reduce:
+            self.full.ensure(involved)
+            return self.full
+        return Encoding.reduced(self.view, involved, self.full.ctx)
+
+    def _reach(self) -> Reachability | None:
+        """Happens-before over all-join edges (None when they form a cycle: nothing is decided)."""
+        if not self._hb_built:
+            n = len(self.view.tasks)
+            self._hb = _topological([sorted(set(required_preds(self.view, i))) for i in range(n)])
+            self._hb_built = True
+        return self._hb
+
+    def known_order(self, pairs: Iterable[tuple[int, int]]) -> None:
+        """Answer a batch of "must ``a`` end before ``b`` starts?" questions at once (cached)."""
+        reach = self._reach() if self.reduce else None
+        todo = {p for p in pairs if p not in self._known}
+        yes = reach.ancestors(todo) if reach is not None else set()
+        self._known.update((p, p in yes) for p in todo)
+
+    def before(self, a: int, b: int) -> bool:
+        """``a`` ends before ``b`` starts in every execution (``reduce`` only; else always False)."""
+        if (a, b) not in self._known:
+            self.known_order([(a, b)])
+        return self._known[(a, b)]
+
     def _name(self, i: int) -> str:
         t = self.view.tasks[i]
         return f"{t.id}:{t.label}" if t.label else str(t.id)
@@ -102,10 +150,10 @@ class Prover:
         )
 
     def _read_witness(self, r: int, pairs: list[tuple[ReadObligation, int]]) -> Witness | None:
+        pairs = [(o, w) for o, w in pairs if not self.before(w, r)]
         if not pairs:
             return None
-        enc = self.enc
-        enc.ensure([r, *(w for _, w in pairs)])
+        enc = self.encoding([r, *(w for _, w in pairs)])
         model = enc.check(z3.And(enc.started(r), z3.Or([enc.start(r) < enc.end(w) for _, w in pairs])))
         if model is None:
             return None
@@ -132,8 +180,8 @@ class Prover:
             gap = any(o.buffer == buffer and o.unwritten for o in self.reads_of.get(reader, []))
             if not gap and buffer in self.view.tasks[reader].reads and self.view.buffer_users[buffer][1]:
                 return None
-            self.enc.ensure([reader])
-            model = self.enc.check(self.enc.started(reader))
+            enc = self.encoding([reader])
+            model = enc.check(enc.started(reader))
             if model is None:
                 return None
             tid = self.view.tasks[reader].id
@@ -144,7 +192,7 @@ class Prover:
                 (buffer,),
                 (),
                 {"reader": tid, "buffer": buffer},
-                self.enc.trace(model, self.view.closure([reader])),
+                enc.trace(model, self.view.closure([reader])),
             )
 
         return self._timed(f"unwritten-read(task {self._name(reader)})", "unwritten-read", [reader], run)
@@ -160,8 +208,10 @@ class Prover:
         )
 
     def _write_witness(self, pair: WriterPair) -> Witness | None:
-        enc, a, b = self.enc, pair.a, pair.b
-        enc.ensure([a, b])
+        a, b = pair.a, pair.b
+        if self.before(a, b) or self.before(b, a):
+            return None
+        enc = self.encoding([a, b])
         model = enc.check(
             z3.And(enc.started(a), enc.started(b), enc.start(a) < enc.end(b), enc.start(b) < enc.end(a))
         )
@@ -200,12 +250,21 @@ class Prover:
                         if v not in (u1, u2):
                             yield x, y, u1, u2, v
 
+    @staticmethod
+    def _clobber_orders(u1: int, u2: int, v: int) -> list[tuple[int, int]]:
+        """Orders any one of which makes the triple harmless: v's write ends before u1's starts,
+        u2's read ends before v's write starts, or u2 ends before u1 starts (u1 then ends after it)."""
+        return [(v, u1), (u2, v), (u2, u1)]
+
     def _clobber_witness(self, share: PageShare, involved: list[int]) -> Witness | None:
-        enc = self.enc
-        triples = list(self._clobber_triples(share))
+        triples = [
+            t
+            for t in self._clobber_triples(share)
+            if not any(self.before(*o) for o in self._clobber_orders(*t[2:]))
+        ]
         if not triples:
             return None
-        enc.ensure(involved)
+        enc = self.encoding(sorted({i for t in triples for i in t[2:]}))
 
         def bad(u1: int, u2: int, v: int) -> z3.BoolRef:
             # v's write of the other occupant is under way, or landed after u1's, when u2 reads.
@@ -257,17 +316,19 @@ class Prover:
         prods = self.view.producers.get(c, [])
         t -= self.view.init.get(c, 0)
         if t <= 0:
-            return z3.BoolVal(False, self.enc.ctx)
+            return z3.BoolVal(False, self.full.ctx)
         if len(prods) < t:
-            return z3.BoolVal(True, self.enc.ctx)
+            return z3.BoolVal(True, self.full.ctx)
         if len(prods) == t:
-            return z3.Or([z3.Not(self.enc.ended(p)) for p in prods])
-        return z3.Not(z3.PbGe([(self.enc.ended(p), 1) for p in prods], t))
+            return z3.Or([z3.Not(self.full.ended(p)) for p in prods])
+        return z3.Not(z3.PbGe([(self.full.ended(p), 1) for p in prods], t))
 
     def _deadlock_witness(self, scope: list[int], task: int | None) -> Witness | None:
-        enc, view = self.enc, self.view
         if not scope:
             return None
+        if self.reduce:
+            return self._maximal_run_witness(task)
+        enc, view = self.full, self.view
         enc.ensure(scope)
         goal = []
         for i in scope:
@@ -275,14 +336,26 @@ class Prover:
             if i in view.queue_prev:
                 blocked.append(z3.Not(enc.ended(view.queue_prev[i])))
             goal.append(z3.Implies(enc.started(i), enc.ended(i)))
-            goal.append(z3.Or(enc.started(i), z3.Or(blocked) if blocked else z3.BoolVal(False, self.enc.ctx)))
+            goal.append(z3.Or(enc.started(i), z3.Or(blocked) if blocked else z3.BoolVal(False, enc.ctx)))
         goal.append(
             z3.Not(enc.ended(task)) if task is not None else z3.Or([z3.Not(enc.ended(i)) for i in scope])
         )
         model = enc.check(z3.And(goal))
         if model is None:
             return None
-        events, blocked_list = self._complete_stuck(enc.trace(model, set(scope)))
+        return self._stuck_witness(*self._complete_stuck(enc.trace(model, set(scope))), task)
+
+    def _maximal_run_witness(self, task: int | None) -> Witness | None:
+        """The stuck state is the maximal run (module doc): a witness iff it leaves ``task`` (or any
+        task) unfinished."""
+        events, blocked_list = self._complete_stuck(())
+        left = {b.task for b in blocked_list}
+        if not left or (task is not None and self.view.tasks[task].id not in left):
+            return None
+        return self._stuck_witness(events, blocked_list, task)
+
+    def _stuck_witness(self, events: Trace, blocked_list: tuple[Blocked, ...], task: int | None) -> Witness:
+        view = self.view
         ids = tuple(b.task for b in blocked_list)
         return Witness(
             "deadlock",
@@ -305,24 +378,40 @@ class Prover:
             value[c] = value.get(c, 0) + sum(1 for p in ps if p in done)
         events = list(trace)
 
-        def ready(i: int) -> bool:
-            t = view.tasks[i]
-            prev = view.queue_prev.get(i)
-            return (prev is None or prev in done) and all(value.get(c, 0) >= th for c, th in t.waits)
-
-        waiting = deque(i for i in range(len(view.tasks)) if i not in done)
-        progress = True
-        while progress:
-            progress = False
-            for _ in range(len(waiting)):
-                i = waiting.popleft()
-                if ready(i):
-                    done.add(i)
-                    value[view.tasks[i].out_counter] = value.get(view.tasks[i].out_counter, 0) + 1
-                    events += [Event("start", view.tasks[i].id), Event("end", view.tasks[i].id)]
-                    progress = True
-                else:
-                    waiting.append(i)
+        # Event-driven, linear: each task counts its unmet conditions; a counter's waiters are
+        # sorted by threshold and released as its value passes them.
+        missing = [0] * len(view.tasks)
+        waiters: dict[int, list[tuple[int, int]]] = {}
+        followers: dict[int, int] = {}
+        for t in view.tasks:
+            if t.index in done:
+                continue
+            for c, th in t.waits:
+                if value.get(c, 0) < th:
+                    missing[t.index] += 1
+                    waiters.setdefault(c, []).append((th, t.index))
+            prev = view.queue_prev.get(t.index)
+            if prev is not None and prev not in done:
+                missing[t.index] += 1
+                followers[prev] = t.index
+        for ws in waiters.values():
+            ws.sort(reverse=True)
+        ready = deque(i for i in range(len(view.tasks)) if i not in done and missing[i] == 0)
+        while ready:
+            i = ready.popleft()
+            done.add(i)
+            events += [Event("start", view.tasks[i].id), Event("end", view.tasks[i].id)]
+            c = view.tasks[i].out_counter
+            value[c] = value.get(c, 0) + 1
+            released = [i_ for i_ in [followers.get(i)] if i_ is not None]
+            ws = waiters.get(c, [])
+            while ws and ws[-1][0] <= value[c]:
+                released.append(ws.pop()[1])
+            for j in released:
+                missing[j] -= 1
+                if missing[j] == 0:
+                    ready.append(j)
+        waiting = [i for i in range(len(view.tasks)) if i not in done]
         blocked = []
         for i in sorted(waiting):
             t = view.tasks[i]
@@ -358,16 +447,9 @@ class Prover:
             for i, es in self.succ_edges().items()
             if scope is None or i in scope
         }
-        member = {i: z3.Bool(f"in{i}", self.enc.ctx) for i in succ}
-        goal = [z3.Or(list(member.values()))] if member else [z3.BoolVal(False, self.enc.ctx)]
-        goal += [
-            z3.Implies(member[i], z3.Or([member[j] for j, _ in es])) if es else z3.Not(member[i])
-            for i, es in succ.items()
-        ]
-        model = self.enc.check(z3.And(goal))
-        if model is None:
+        inside = _peel(succ) if self.reduce else self._cycle_members(succ)
+        if not inside:
             return None
-        inside = {i for i, b in member.items() if z3.is_true(model.eval(b, model_completion=True))}
         path: list[tuple[int, int, str]] = []
         seen: dict[int, int] = {}
         i = min(inside)
@@ -391,11 +473,77 @@ class Prover:
             edges,
         )
 
+    def _cycle_members(self, succ: dict[int, list[tuple[int, str]]]) -> set[int]:
+        """A set of tasks each with a successor inside, found by Z3 (the full encoding)."""
+        ctx = self.full.ctx
+        member = {i: z3.Bool(f"in{i}", ctx) for i in succ}
+        goal = [z3.Or(list(member.values()))] if member else [z3.BoolVal(False, ctx)]
+        goal += [
+            z3.Implies(member[i], z3.Or([member[j] for j, _ in es])) if es else z3.Not(member[i])
+            for i, es in succ.items()
+        ]
+        model = self.full.check(z3.And(goal))
+        if model is None:
+            return set()
+        return {i for i, b in member.items() if z3.is_true(model.eval(b, model_completion=True))}
+
     # -- everything ------------------------------------------------------------------------------
     def prove_all(self) -> list[QueryResult]:
         """Every query of the program: all UNSAT is a per-program proof of spec §3."""
+        self.known_order(self._all_orders())
         results = [self.cycle(), self.deadlock()]
         results += [self.read_race(r) for r in sorted(self.reads_of)]
         results += [self.write_race(p) for p in self.view.writer_pairs]
         results += [self.page_clobber(s) for s in self.view.page_shares]
         return results
+
+    def _all_orders(self) -> Iterator[tuple[int, int]]:
+        """Every happens-before question :meth:`prove_all` asks, to answer them in one batch."""
+        if not self.reduce:
+            return
+        for o in self.view.reads:
+            yield from ((w, o.reader) for w in o.writers)
+        for p in self.view.writer_pairs:
+            yield from ((p.a, p.b), (p.b, p.a))
+        for share in self.view.page_shares:
+            for *_, u1, u2, v in self._clobber_triples(share):
+                yield from self._clobber_orders(u1, u2, v)
+
+
+def _topological(preds: list[list[int]]) -> Reachability | None:
+    """Kahn's order of ``preds``; None when they form a cycle."""
+    succs: list[list[int]] = [[] for _ in preds]
+    missing = [len(ps) for ps in preds]
+    for i, ps in enumerate(preds):
+        for p in ps:
+            succs[p].append(i)
+    ready = deque(i for i, m in enumerate(missing) if m == 0)
+    topo: list[int] = []
+    while ready:
+        i = ready.popleft()
+        topo.append(i)
+        for j in succs[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                ready.append(j)
+    return Reachability(preds, topo) if len(topo) == len(preds) else None
+
+
+def _peel(succ: dict[int, list[tuple[int, str]]]) -> set[int]:
+    """The largest set of tasks in which every task has a successor: what remains after removing
+    tasks without successors, again and again. Empty exactly when there is no cycle."""
+    count = {i: len(es) for i, es in succ.items()}
+    preds: dict[int, list[int]] = {i: [] for i in succ}
+    for i, es in succ.items():
+        for j, _ in es:
+            preds[j].append(i)
+    gone = deque(i for i, c in count.items() if c == 0)
+    left = set(succ)
+    while gone:
+        j = gone.popleft()
+        left.discard(j)
+        for i in preds[j]:
+            count[i] -= 1
+            if count[i] == 0:
+                gone.append(i)
+    return left
