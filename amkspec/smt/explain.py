@@ -24,7 +24,7 @@ from amkspec.ir import MegakernelProgram
 from amkspec.proofs import Diagnostic, Severity, validate
 from amkspec.proofs.diagnostics import CODES, Family
 from amkspec.proofs.replay import ReplayError, check_witness
-from amkspec.smt.queries import Prover, QueryResult
+from amkspec.smt.queries import Z3, Prover, QueryResult
 from amkspec.smt.view import PageShare, Unencodable
 from amkspec.smt.witness import Witness
 
@@ -273,6 +273,19 @@ def _finding(d: Diagnostic, w: Witness | None, reason: str) -> Finding:
     return Finding(d.code, d.clause, status, kind, d.tasks, d.message, w, reason=reason)
 
 
+def _queries(n: int) -> str:
+    return f"{n} quer{'y' if n == 1 else 'ies'}"
+
+
+def _methods(results: list[QueryResult]) -> str:
+    """How the queries were decided, e.g. "3 by Z3 (UNSAT), 5 by happens-before": only a Z3
+    check is called a Z3 proof (large programs take the reduced path, see :mod:`amkspec.smt.queries`)."""
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.by] = counts.get(r.by, 0) + 1
+    return ", ".join(f"{n} by {by}{' (UNSAT)' if by == Z3 else ''}" for by, n in counts.items())
+
+
 def _proofs(prog: MegakernelProgram, results: list[QueryResult], confirm: Confirm) -> list[Finding]:
     """One "proved" finding per query kind; any confirmed witness is a finding of its own."""
     out: list[Finding] = []
@@ -289,8 +302,7 @@ def _proofs(prog: MegakernelProgram, results: list[QueryResult], confirm: Confir
                     "proved",
                     kind,
                     (),
-                    f"{len(proved)} quer{'y' if len(proved) == 1 else 'ies'} UNSAT: no {kind} "
-                    "in any execution",
+                    f"{_queries(len(proved))} proved ({_methods(proved)}): no {kind} in any execution",
                     queries=len(proved),
                     seconds=sum(r.seconds for r in proved),
                 )

@@ -32,7 +32,13 @@ ready task until none is, and a stuck state exists, with task ``i`` unfinished, 
 maximal run leaves ``i`` (in every stuck state the ended set *is* the maximal run: the first task
 of that run missing from it would be ready). The cycle query keeps the tasks that peeling
 successor-less tasks leaves: the largest set in which every task has a successor. ``reduce=False``
-is the full encoding (one solver, whole ancestor closures), kept for the tests that compare the two.
+is the full encoding (one solver, whole ancestor closures): every obligation then goes to Z3.
+
+By default (``reduce=None``) a program of at most :data:`FULL_ENCODING_MAX_TASKS` tasks gets the
+full encoding, so each of its obligations is discharged by Z3 independently of the validator's
+algorithm (the second discharge of spec §3); a larger one gets the reduced path. Every
+:class:`QueryResult` says what decided it (:attr:`QueryResult.by`), and reports say so: an
+obligation decided by happens-before is *not* called a Z3 proof.
 """
 
 from __future__ import annotations
@@ -51,6 +57,16 @@ from amkspec.smt.encoding import Encoding, required_preds
 from amkspec.smt.view import PageShare, ProgramView, ReadObligation, WriterPair, build_view
 from amkspec.smt.witness import Blocked, BlockedWait, CycleEdge, Witness
 
+FULL_ENCODING_MAX_TASKS = 1000
+"""Programs up to this many tasks get the full Z3 encoding by default (a few seconds at this size,
+measured by ``benchmarks/smt.py``; beyond it the full encoding grows quadratically in memory)."""
+
+Z3, HAPPENS_BEFORE, MAXIMAL_RUN = "Z3", "happens-before", "maximal run"
+PEELING, NO_GAP = "peeling", "footprint"
+"""What decided a query (:attr:`QueryResult.by`): a Z3 check; the all-join order (no Z3 call);
+the maximal run (deadlock, reduced path); peeling successor-less tasks (cycle, reduced path); the
+footprints alone (an unwritten read whose elements every other writer covers)."""
+
 
 @attrs.frozen
 class QueryResult:
@@ -61,6 +77,8 @@ class QueryResult:
     tasks: tuple[int, ...]
     witness: Witness | None
     seconds: float
+    by: str = Z3
+    """What decided it: :data:`Z3` (a solver check) or an algorithm (see the module constants)."""
 
     @property
     def proved(self) -> bool:
@@ -70,10 +88,12 @@ class QueryResult:
 class Prover:
     """All queries of one program on one incremental :class:`Encoding`."""
 
-    def __init__(self, prog: MegakernelProgram, reduce: bool = True) -> None:
+    def __init__(self, prog: MegakernelProgram, reduce: bool | None = None) -> None:
         self.prog = prog
         self.view: ProgramView = build_view(prog)
-        self.reduce = reduce
+        self.reduce = len(self.view.tasks) > FULL_ENCODING_MAX_TASKS if reduce is None else reduce
+        self._by = Z3
+        """What decided the query under way (set by the ``_..._witness`` methods)."""
         self.full = Encoding(self.view)
         """The full encoding (``reduce=False``); its context is shared by the neighbourhoods."""
         self._hb: Reachability | None = None
@@ -125,8 +145,15 @@ class Prover:
         self, query: str, kind: str, tasks: list[int], run: Callable[[], Witness | None]
     ) -> QueryResult:
         t0 = time.perf_counter()
+        self._by = Z3
         witness = run()
-        return QueryResult(query, kind, tuple(self.view.ids(tasks)), witness, time.perf_counter() - t0)
+        return QueryResult(
+            query, kind, tuple(self.view.ids(tasks)), witness, time.perf_counter() - t0, self._by
+        )
+
+    def _decided(self, by: str) -> None:
+        """Record that the query under way was decided without Z3, by ``by``."""
+        self._by = by
 
     # -- read races ------------------------------------------------------------------------------
     def read_race(
@@ -152,6 +179,7 @@ class Prover:
     def _read_witness(self, r: int, pairs: list[tuple[ReadObligation, int]]) -> Witness | None:
         pairs = [(o, w) for o, w in pairs if not self.before(w, r)]
         if not pairs:
+            self._decided(HAPPENS_BEFORE)
             return None
         enc = self.encoding([r, *(w for _, w in pairs)])
         model = enc.check(z3.And(enc.started(r), z3.Or([enc.start(r) < enc.end(w) for _, w in pairs])))
@@ -179,6 +207,7 @@ class Prover:
         def run() -> Witness | None:
             gap = any(o.buffer == buffer and o.unwritten for o in self.reads_of.get(reader, []))
             if not gap and buffer in self.view.tasks[reader].reads and self.view.buffer_users[buffer][1]:
+                self._decided(NO_GAP)
                 return None
             enc = self.encoding([reader])
             model = enc.check(enc.started(reader))
@@ -210,6 +239,7 @@ class Prover:
     def _write_witness(self, pair: WriterPair) -> Witness | None:
         a, b = pair.a, pair.b
         if self.before(a, b) or self.before(b, a):
+            self._decided(HAPPENS_BEFORE)
             return None
         enc = self.encoding([a, b])
         model = enc.check(
@@ -263,6 +293,7 @@ class Prover:
             if not any(self.before(*o) for o in self._clobber_orders(*t[2:]))
         ]
         if not triples:
+            self._decided(HAPPENS_BEFORE)
             return None
         enc = self.encoding(sorted({i for t in triples for i in t[2:]}))
 
@@ -327,6 +358,7 @@ class Prover:
         if not scope:
             return None
         if self.reduce:
+            self._decided(MAXIMAL_RUN)
             return self._maximal_run_witness(task)
         enc, view = self.full, self.view
         enc.ensure(scope)
@@ -447,6 +479,8 @@ class Prover:
             for i, es in self.succ_edges().items()
             if scope is None or i in scope
         }
+        if self.reduce:
+            self._decided(PEELING)
         inside = _peel(succ) if self.reduce else self._cycle_members(succ)
         if not inside:
             return None

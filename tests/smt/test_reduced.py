@@ -5,20 +5,25 @@ for page clobbers, whose query may pick another triple (issue 12)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
+from amkspec import load
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task, Wait
 from amkspec.proofs.replay import ReplayError, check_witness
-from amkspec.smt import Prover, Unencodable
+from amkspec.smt import Prover, Unencodable, queries
 from amkspec.smt.encoding import Encoding
 from amkspec.smt.examples import layered
+from amkspec.smt.explain import explain
 from amkspec.smt.queries import QueryResult
 from amkspec.smt.witness import Witness
 from amkspec.strategies import arbitrary_programs, valid_programs
 from amkspec.vm.witness import confirm_witness
+from tests.conftest import EXAMPLES
 from tests.smt.programs import mutated_valid_programs, sync_programs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -49,7 +54,7 @@ def _replays(prog: MegakernelProgram, w: Witness) -> bool:
 
 def same_verdicts(prog: MegakernelProgram) -> None:
     try:
-        reduced, full = Prover(prog), Prover(prog, reduce=False)
+        reduced, full = Prover(prog, reduce=True), Prover(prog, reduce=False)
     except Unencodable:
         return
     for r, f in zip(_every_query(reduced), _every_query(full), strict=True):
@@ -131,3 +136,24 @@ def test_a_summarised_task_that_can_never_run_blocks_what_depends_on_it() -> Non
     full = Encoding(p.view)
     full.ensure([2])
     assert enc.check(enc.started(2)) is None and full.check(full.started(2)) is None
+
+
+def test_each_result_says_what_decided_it_and_explain_never_calls_an_algorithm_z3() -> None:
+    prog = load(EXAMPLES / "decoder_layer.json")
+    assert len(prog.tasks) <= queries.FULL_ENCODING_MAX_TASKS
+    assert {r.by for r in Prover(prog).prove_all()} == {queries.Z3}  # small: the full encoding
+    reduced = Prover(prog, reduce=True).prove_all()
+    assert {queries.HAPPENS_BEFORE, queries.MAXIMAL_RUN, queries.PEELING} <= {r.by for r in reduced}
+    proved = [f for f in explain(prog).findings if f.status == "proved"]
+    assert proved and all(f.message.split(" (")[1].startswith(f"{f.queries} by Z3") for f in proved)
+
+
+def test_above_the_size_bound_explain_reports_the_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    prog = load(EXAMPLES / "decoder_layer.json")
+    monkeypatch.setattr(queries, "FULL_ENCODING_MAX_TASKS", len(prog.tasks) - 1)
+    assert Prover(prog).reduce
+    messages = [f.message for f in explain(prog).findings if f.status == "proved"]
+    assert any("by happens-before" in m for m in messages)
+    for m in messages:  # "N queries proved (a by Z3 (UNSAT), b by happens-before, ...)": a + b + ... = N
+        total = int(m.split()[0])
+        assert sum(int(n) for n in re.findall(r"(\d+) by ", m)) == total
