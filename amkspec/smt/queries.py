@@ -51,6 +51,7 @@ import attrs
 import z3
 
 from amkspec.ir import MegakernelProgram
+from amkspec.ir.graph import kahn_order
 from amkspec.proofs.reach import Reachability
 from amkspec.proofs.trace import Event, Trace
 from amkspec.smt.encoding import Encoding, required_preds
@@ -545,22 +546,10 @@ class Prover:
 
 
 def _topological(preds: list[list[int]]) -> Reachability | None:
-    """Kahn's order of ``preds``; None when they form a cycle."""
-    succs: list[list[int]] = [[] for _ in preds]
-    missing = [len(ps) for ps in preds]
-    for i, ps in enumerate(preds):
-        for p in ps:
-            succs[p].append(i)
-    ready = deque(i for i, m in enumerate(missing) if m == 0)
-    topo: list[int] = []
-    while ready:
-        i = ready.popleft()
-        topo.append(i)
-        for j in succs[i]:
-            missing[j] -= 1
-            if missing[j] == 0:
-                ready.append(j)
-    return Reachability(preds, topo) if len(topo) == len(preds) else None
+    """Happens-before over ``preds`` in Kahn's order (:func:`amkspec.ir.graph.kahn_order`); None
+    when they form a cycle."""
+    order = kahn_order(range(len(preds)), ((p, i) for i, ps in enumerate(preds) for p in ps))
+    return None if order is None else Reachability(preds, order)
 
 
 def _peel(succ: dict[int, list[tuple[int, str]]]) -> set[int]:
