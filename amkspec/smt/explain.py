@@ -64,6 +64,10 @@ KIND_OF_CODE = {
 (D204) is only a witness when it is a stuck state: with partial waits a graph cycle can run."""
 
 NOT_AN_EXECUTION = "the rule constrains the program's form, not its executions (no witness exists)"
+MAX_CLOBBER_TRIPLES = 16
+"""How many (writer, reader, clobberer) triples of one page share are tried one by one when the
+share's own witness does not replay."""
+
 UNSAT = "Z3 finds no bad execution in the counter model (UNSAT): the rule forbids a program that runs"
 
 
@@ -176,7 +180,7 @@ class _Matcher:
         if kind == "counter-init":
             return self._init(d)
         if kind == "page-clobber":
-            return [lambda: self._page(d)]
+            return self._page(d)
         return None
 
     def _write(self, d: Diagnostic, tasks: list[int]) -> QueryResult | None:
@@ -218,14 +222,19 @@ class _Matcher:
         ][:4]
         return runs
 
-    def _page(self, d: Diagnostic) -> QueryResult | None:
+    def _page(self, d: Diagnostic) -> list[Callable[[], QueryResult | None]]:
+        """The share's query, then each of its triples alone: the model Z3 picks for the whole share
+        may be one the ReferenceVM replay does not reproduce while another triple's is."""
         if len(d.buffers) != 2 or not self.p.prog.pages:
-            return None
+            return []
         pages = self.p.prog.pages.buffer_to_page
         a, b = d.buffers
         if pages.get(a) is None or pages.get(a) != pages.get(b):
-            return None
-        return self.p.page_clobber(PageShare(pages[a], a, b))
+            return []
+        share = PageShare(pages[a], a, b)
+        triples = self.p.clobber_triples(share)[:MAX_CLOBBER_TRIPLES]
+        whole: list[Callable[[], QueryResult | None]] = [partial(self.p.page_clobber, share)]
+        return whole + [partial(self.p.page_clobber, share, t) for t in triples]
 
 
 def _vm_confirm(prog: MegakernelProgram, witness: dict[str, Any]) -> str | None:

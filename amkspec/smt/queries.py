@@ -58,6 +58,10 @@ from amkspec.smt.encoding import Encoding, required_preds
 from amkspec.smt.view import PageShare, ProgramView, ReadObligation, WriterPair, build_view
 from amkspec.smt.witness import Blocked, BlockedWait, CycleEdge, Witness
 
+ClobberTriple = tuple[int, int, int, int, int]
+"""A way a page can be clobbered: buffers ``x``, ``y`` of one page, ``x``'s writer ``u1`` and
+reader ``u2``, and ``y``'s writer ``v`` (task indices)."""
+
 FULL_ENCODING_MAX_TASKS = 1000
 """Programs up to this many tasks get the full Z3 encoding by default (a few seconds at this size,
 measured by ``benchmarks/smt.py``; beyond it the full encoding grows quadratically in memory)."""
@@ -260,18 +264,28 @@ class Prover:
         )
 
     # -- page clobbers ---------------------------------------------------------------------------
-    def page_clobber(self, share: PageShare) -> QueryResult:
-        """Can a write of one occupant land inside the live range of the other?"""
+    def page_clobber(self, share: PageShare, triple: ClobberTriple | None = None) -> QueryResult:
+        """Can a write of one occupant land inside the live range of the other? ``triple``
+        narrows the question to one (writer, reader, clobberer) of :meth:`clobber_triples`."""
         users = self.view.buffer_users
         involved = sorted({i for b in (share.a, share.b) for side in users.get(b, ([], [])) for i in side})
         return self._timed(
             f"page-clobber(page {share.page}: buffers {share.a}, {share.b})",
             "page-clobber",
             involved,
-            lambda: self._clobber_witness(share, involved),
+            lambda: self._clobber_witness(share, [triple] if triple else self.clobber_triples(share)),
         )
 
-    def _clobber_triples(self, share: PageShare) -> Iterator[tuple[int, int, int, int, int]]:
+    def clobber_triples(self, share: PageShare) -> list[ClobberTriple]:
+        """The (x, y, writer u1 of x, reader u2 of x, writer v of y) triples of ``share`` that no
+        happens-before order makes harmless: each is a way the page could be clobbered."""
+        return [
+            t
+            for t in self._clobber_triples(share)
+            if not any(self.before(*o) for o in self._clobber_orders(*t[2:]))
+        ]
+
+    def _clobber_triples(self, share: PageShare) -> Iterator[ClobberTriple]:
         users = self.view.buffer_users
         for x, y in ((share.a, share.b), (share.b, share.a)):
             readers, writers = users.get(x, ([], []))
@@ -287,12 +301,7 @@ class Prover:
         u2's read ends before v's write starts, or u2 ends before u1 starts (u1 then ends after it)."""
         return [(v, u1), (u2, v), (u2, u1)]
 
-    def _clobber_witness(self, share: PageShare, involved: list[int]) -> Witness | None:
-        triples = [
-            t
-            for t in self._clobber_triples(share)
-            if not any(self.before(*o) for o in self._clobber_orders(*t[2:]))
-        ]
+    def _clobber_witness(self, share: PageShare, triples: list[ClobberTriple]) -> Witness | None:
         if not triples:
             self._decided(HAPPENS_BEFORE)
             return None
