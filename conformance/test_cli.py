@@ -43,3 +43,13 @@ def test_an_implementation_that_cannot_start_fails_every_case() -> None:
     done = _cli("--impl", "/nonexistent/impl", "-k", "format/roundtrip")
     assert done.returncode == 1
     assert "cases: 0 passed, 2 failed" in done.stdout
+
+
+def test_rules_the_protocol_cannot_drive_are_reported_outside_the_kit(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    done = _cli("-k", "structure/S101", "--report", str(report))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rules = json.loads(report.read_text())["rules"]
+    assert rules["EXEC-COOP-1"]["status"] == "outside the kit"  # verified by amkspec's GPU test
+    assert rules["VAL-RACE-1"]["status"] == "untested"  # a kit rule whose cases were not selected
+    assert "outside" in done.stdout.splitlines()[3]

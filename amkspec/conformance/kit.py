@@ -12,7 +12,7 @@ import attrs
 from amkspec.conformance.cases import Case, discover
 from amkspec.conformance.client import ProtocolFailure, Session
 from amkspec.conformance.judge import FAIL, NA, PASS, Verdict, judge
-from amkspec.conformance.rules import RULES, Level
+from amkspec.conformance.rules import RULES, Level, Rule
 
 
 @attrs.frozen
@@ -26,10 +26,16 @@ class CaseResult:
     protocol: bool = False
 
 
+UNTESTED, OUTSIDE = "untested", "outside the kit"
+"""Statuses of a rule without cases in the run: *untested*, or *outside the kit* when the protocol
+cannot drive what the rule is about and amkspec's own tests verify it (``Rule.verified_by``, spec §9.1):
+the kit certifies neither."""
+
+
 @attrs.frozen
 class RuleResult:
     """A rule's status: failed if any of its cases failed, passed if some passed and none failed,
-    not applicable if all its cases were, untested if it has none."""
+    not applicable if all its cases were; :data:`UNTESTED` or :data:`OUTSIDE` if it has none."""
 
     rule: str
     status: str
@@ -69,9 +75,13 @@ class KitRun:
                 ids = tuple(r.case.id for r in results)
                 failed = tuple(r.case.id for r in results if r.status == FAIL)
                 statuses = {r.status for r in results}
-            status = FAIL if failed else PASS if PASS in statuses else NA if statuses else "untested"
+            status = FAIL if failed else PASS if PASS in statuses else NA if statuses else _no_case(rule)
             out.append(RuleResult(rid, status, ids, failed))
         return out
+
+
+def _no_case(rule: Rule | None) -> str:
+    return OUTSIDE if rule is not None and rule.verified_by else UNTESTED
 
 
 def _binding(case: Case) -> bool:

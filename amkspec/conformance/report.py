@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from amkspec.conformance.judge import FAIL, NA, PASS
-from amkspec.conformance.kit import KitRun
+from amkspec.conformance.kit import OUTSIDE, UNTESTED, KitRun
 from amkspec.conformance.protocol import PROTOCOL_VERSION
 from amkspec.conformance.rules import RULES
 from amkspec.ir import IR_VERSION
@@ -110,7 +110,9 @@ def summary(run: KitRun) -> str:
         "",
     ]
     rule_results = run.rule_results()
-    header = f"{'chapter':32} {'rules':>5} {'passed':>6} {'failed':>6} {'n/a':>5} {'untested':>8}"
+    header = (
+        f"{'chapter':32} {'rules':>5} {'passed':>6} {'failed':>6} {'n/a':>5} {'untested':>8} {'outside':>7}"
+    )
     lines += [header, "-" * len(header)]
     for chapter, title in CHAPTERS.items():
         mine = [rr for rr in rule_results if rr.rule in RULES and RULES[rr.rule].chapter == chapter]
@@ -119,7 +121,7 @@ def summary(run: KitRun) -> str:
         c = Counter(rr.status for rr in mine)
         lines.append(
             f"{f'§{chapter} {title}':32} {len(mine):>5} {c[PASS]:>6} {c[FAIL]:>6} {c[NA]:>5} "
-            f"{c['untested']:>8}"
+            f"{c[UNTESTED]:>8} {c[OUTSIDE]:>7}"
         )
     totals = _totals(run)
     lines += [
