@@ -21,17 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import tempfile
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from timing import median_wall
+from tables import write_result
+from timing import median_wall, peak_rss_mib, run_child, traced_peak_mib
 
 from amkspec.ir import TARGETS, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
 from amkspec.proofs.cert_check import check_certificate
@@ -39,7 +38,6 @@ from amkspec.proofs.certificate import certify
 from benchmarks.memory import layered_program
 
 WIDTH = 16
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def chain_program(n_tasks: int) -> MegakernelProgram:
@@ -60,15 +58,6 @@ def chain_program(n_tasks: int) -> MegakernelProgram:
 SHAPES: dict[str, Callable[[int], MegakernelProgram]] = {"chain": chain_program, "layered": layered_program}
 
 
-def peak_mib(fn: Callable[[], object]) -> float:
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
-
-
 def one(step: str, shape: str, size: int, cert_path: Path, repeat: int) -> None:
     """The child: time and memory of one step, as a JSON line."""
     prog = SHAPES[shape](size)
@@ -78,17 +67,18 @@ def one(step: str, shape: str, size: int, cert_path: Path, repeat: int) -> None:
         cert = json.loads(cert_path.read_text())
         fn = lambda: check_certificate(prog, cert)
     seconds = median_wall(fn, repeat if size < 100_000 else 1)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux; before tracemalloc's own
-    traced = peak_mib(fn)
+    rss = peak_rss_mib()  # before tracemalloc's own bookkeeping
+    traced = traced_peak_mib(fn)
     if step == "certify":
         cert_path.write_text(json.dumps(certify(prog)))
     print(json.dumps({"tasks": len(prog.tasks), "seconds": seconds, "traced_mib": traced, "rss_mib": rss}))
 
 
-def measure(step: str, shape: str, size: int, cert_path: Path, repeat: int) -> dict[str, float]:
-    cmd = [sys.executable, __file__, "--one", step, shape, str(size), str(cert_path), "--repeat", str(repeat)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+def measure(step: str, shape: str, size: int, cert_path: Path, repeat: int) -> dict[str, Any]:
+    result = run_child(__file__, ["--one", step, shape, str(size), str(cert_path), "--repeat", str(repeat)])
+    if "error" in result:
+        raise SystemExit(f"{step} of {shape} {size}: {result['error']}")
+    return result
 
 
 def main() -> None:
@@ -119,9 +109,7 @@ def main() -> None:
                 rows.append(f"| {shape} | {int(made['tasks']):,} | " + " | ".join(cells) + " |")
                 print(rows[-1], flush=True)
     if args.write_results:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "certificate_scaling.md").write_text("\n".join(rows) + "\n")
-        print("wrote benchmarks/results/certificate_scaling.md")
+        write_result("certificate_scaling.md", rows)
 
 
 if __name__ == "__main__":

@@ -25,18 +25,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tables import write_result
+from timing import peak_rss_mib, run_child
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MemSpace, Page, PageAllocation, ProgramBuilder
 from amkspec.ir.model import MegakernelProgram
 
-RESULTS = Path(__file__).resolve().parent / "results"
 FAMILIES = ("pages", "race", "deadlock", "accepted")
 
 
@@ -72,7 +73,7 @@ def one(family: str, n: int) -> None:
     t0 = time.perf_counter()
     result = explain(prog)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    peak = peak_rss_mib()
     print(json.dumps({
         "family": family, "tasks": len(prog.tasks), "seconds": seconds, "rss_mib": peak,
         "verdict": result.verdict, "codes": sorted({f.code for f in result.findings if f.code}),
@@ -81,14 +82,7 @@ def one(family: str, n: int) -> None:
 
 
 def measure(family: str, n: int, timeout: float) -> dict[str, object]:
-    cmd = [sys.executable, __file__, "--one", family, str(n)]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return {"family": family, "tasks": n, "error": f"over {timeout:.0f} s"}
-    if done.returncode != 0:
-        return {"family": family, "tasks": n, "error": f"exit {done.returncode}: {done.stderr[-200:]}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {"family": family, "tasks": n, **run_child(__file__, ["--one", family, str(n)], timeout)}
 
 
 def row(r: dict[str, object]) -> str:
@@ -116,9 +110,7 @@ def main() -> None:
             rows.append(row(measure(family, n, args.timeout)))
             print(rows[-1], flush=True)
     if args.write_results:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "explain_scaling.md").write_text("\n".join(rows) + "\n")
-        print("wrote benchmarks/results/explain_scaling.md")
+        write_result("explain_scaling.md", rows)
 
 
 if __name__ == "__main__":

@@ -16,20 +16,18 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baseline import ROOT, Baseline, Unavailable, add_baseline_argument, open_baseline, ratio
+from baseline import Baseline, Unavailable, add_baseline_argument, open_baseline, ratio
 from programs import chain, fixtures, layered, lowered, wide
-from timing import median_cpu
+from tables import write_result
+from timing import median_cpu, traced_peak_mib
 
 from amkspec.ir import dumps, loads
 from amkspec.proofs import validate
-
-RESULTS = ROOT / "benchmarks" / "results"
 
 
 def compare(name: str, text: str, base: Baseline | None, repeat: int, rows: list[str]) -> float | None:
@@ -62,12 +60,9 @@ def scaling(sizes: list[int], repeat: int) -> list[str]:
     for n in sizes:
         prog = layered(n)
         seconds = median_cpu(lambda p=prog: validate(p), repeat if n <= 100_000 else 1)
-        tracemalloc.start()
-        validate(prog)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+        peak = traced_peak_mib(lambda p=prog: validate(p))
         n_tasks = len(prog.tasks)
-        row = f"| {n_tasks:,} | {seconds:.3f} | {n_tasks / seconds:,.0f} | {peak / 2**20:.1f} |"
+        row = f"| {n_tasks:,} | {seconds:.3f} | {n_tasks / seconds:,.0f} | {peak:.1f} |"
         print(row)
         rows.append(row)
     return rows
@@ -102,10 +97,8 @@ def main() -> None:
     print("scaling (layered programs, amkspec alone):")
     scaled = scaling([int(s) for s in args.scaling.split(",") if s], args.repeat)
     if args.write_results:
-        RESULTS.mkdir(exist_ok=True)
-        for name, table in (("validate_vs_original.md", rows), ("validate_scaling.md", scaled)):
-            (RESULTS / name).write_text("\n".join(table) + "\n")
-            print(f"wrote benchmarks/results/{name}")
+        write_result("validate_vs_original.md", rows)
+        write_result("validate_scaling.md", scaled)
 
 
 if __name__ == "__main__":
