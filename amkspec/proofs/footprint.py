@@ -33,8 +33,7 @@ from typing import Any
 import attrs
 
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind
-from amkspec.ir.opcodes import opcode_of
-from amkspec.proofs.shapes.fused import OUT_DTYPES
+from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
 
 Interval = tuple[int, int]
 """A half-open range ``[start, stop)`` of indices along one dimension."""
@@ -684,7 +683,7 @@ def _fused(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -
         if op is InstructionKind.FUSED:
             raise _Reject("nested FUSED")
         out_dtype = step.get("out_dtype", "float32")
-        if not isinstance(out_dtype, str) or out_dtype not in OUT_DTYPES:
+        if not isinstance(out_dtype, str) or out_dtype not in RECIPE_DTYPES:
             raise _Reject("bad out_dtype")
         raw_args = step.get("args", [])
         if not isinstance(raw_args, list):

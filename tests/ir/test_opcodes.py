@@ -11,7 +11,6 @@ import torch
 from amkspec.ir import DType
 from amkspec.ir.opcodes import RECIPE_DTYPES
 from amkspec.lower.emit import SCRATCH_DTYPE
-from amkspec.proofs.shapes.fused import OUT_DTYPES
 from amkspec.semantics.dtypes import torch_dtype
 from amkspec.semantics.fused import SCRATCH_DTYPES
 from vm_cuda import layout
@@ -22,7 +21,7 @@ CHAPTER = Path(__file__).resolve().parents[2] / "docs" / "spec" / "07-instructio
 
 def test_every_layer_names_the_same_recipe_dtypes() -> None:
     names = set(RECIPE_DTYPES)
-    assert set(SCRATCH_DTYPES) == set(OUT_DTYPES) == set(ABI_SCRATCH_DTYPES) == names
+    assert set(SCRATCH_DTYPES) == set(ABI_SCRATCH_DTYPES) == names
     assert set(SCRATCH_DTYPE.values()) <= names
 
 

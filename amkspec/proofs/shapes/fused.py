@@ -19,9 +19,6 @@ from amkspec.ir.opcodes import OP_REGISTRY, PARAM_FIELDS, RECIPE_DTYPES, VARIADI
 from amkspec.proofs.shapes import codes as C
 from amkspec.proofs.shapes.context import OpContext, Operand, Rule, int_param, is_shape
 
-OUT_DTYPES = RECIPE_DTYPES
-"""Scratch dtypes a recipe may name (float64 has no IR dtype: its rules skip dtype checks)."""
-
 FINAL = "final"
 
 FUSED_RULES = (
@@ -30,7 +27,7 @@ FUSED_RULES = (
         "`recipe` is a dict whose `steps` is a non-empty list of dicts; `out` is "
         '`"final"`, `-1` or an int; `out_shape` (if given) is a list of non-negative ints, and a '
         "scratch step without it has an arg; `out_dtype` (if given) is one of "
-        + ", ".join(f"`{n}`" for n in OUT_DTYPES)
+        + ", ".join(f"`{n}`" for n in RECIPE_DTYPES)
         + "; at least one step writes `final`",
     ),
     Rule(
@@ -251,9 +248,9 @@ def _parse_out(
     dtype: tuple[DType | None] | None = None
     if "out_dtype" in raw:
         name = raw["out_dtype"]
-        if not isinstance(name, str) or name not in OUT_DTYPES:
-            allowed = ", ".join(OUT_DTYPES)
+        if not isinstance(name, str) or name not in RECIPE_DTYPES:
+            allowed = ", ".join(RECIPE_DTYPES)
             ctx.fail(C.RECIPE_FORM, f"has {where} with out_dtype {name!r} (not one of {allowed})")
             return None
-        dtype = (OUT_DTYPES[name],)
+        dtype = (RECIPE_DTYPES[name],)
     return shape, dtype
