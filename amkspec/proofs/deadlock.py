@@ -88,8 +88,8 @@ def sm_queues(ix: ProgramIndex) -> dict[int, list[int]]:
 
 def check_sm_queues(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Each SM's serial queue is compatible with the DAG: DAG ∪ queue edges is acyclic (spec §3.2)."""
-    if not ix.acyclic:
-        return
+    if not ix.acyclic or ix.forward:
+        return  # forward edges: task-list order is topological for the DAG and every queue edge
     queues = sm_queues(ix)
     if not queues:
         return

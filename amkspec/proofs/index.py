@@ -12,7 +12,7 @@ edge ``a → b`` for every producer *a* of *c*, regardless of the threshold.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, TypeGuard
 
@@ -45,7 +45,9 @@ class ProgramIndex:
 
     ``waits[i]`` lists ``(index, counter, threshold)`` of the task's Wait records whose
     counter is an int. ``preds[i]``/``succs[i]`` are list positions, sorted, without self-edges;
-    ``self_waiting`` holds the positions of tasks that wait on their own counter.
+    ``self_waiting`` holds the positions of tasks that wait on their own counter;
+    ``forward`` is True when every edge goes from a lower to a higher list position (the
+    task list itself is then a topological order, as in every lowered program).
     ``topo`` is a topological order of positions (Kahn, FIFO, ascending seeds) or
     None when the graph has a cycle. ``rejected_tasks`` collects the positions of
     tasks a structure check rejected, so that later families skip them.
@@ -58,9 +60,9 @@ class ProgramIndex:
         self.counters: dict[int, Counter] = _first_by_id(as_list(prog.counters))
         n = len(self.tasks)
         self.n = n
-        self.inputs: list[list[int]] = [[] for _ in range(n)]
-        self.outputs: list[list[int]] = [[] for _ in range(n)]
-        self.out_counter: list[int | None] = [None] * n
+        self.inputs: list[list[int]] = []
+        self.outputs: list[list[int]] = []
+        self.out_counter: list[int | None] = []
         self.waits: list[list[tuple[int, int, Any]]] = [[] for _ in range(n)]
         self.wait_counters: list[list[int]] = [[] for _ in range(n)]
         self.producers: dict[int, list[int]] = {}
@@ -72,6 +74,7 @@ class ProgramIndex:
         self.succs: list[list[int]] = [[] for _ in range(n)]
         self.self_waiting: list[int] = []
         self.n_edges = 0
+        self.forward = True
         self._index_edges()
         self.topo: list[int] | None = kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
@@ -79,42 +82,39 @@ class ProgramIndex:
         self._regions: list[TaskRegions | None] = [None] * n
 
     def _index_tasks(self) -> None:
-        buffers, readers, writers, producers = self.buffers, self.readers, self.writers, self.producers
-        for pos, task in enumerate(self.tasks):
-            ins = _refs(getattr(task, "inputs", None), buffers)
-            outs = _refs(getattr(task, "outputs", None), buffers)
-            self.inputs[pos] = ins
-            self.outputs[pos] = outs
-            for b in ins:
-                if b in readers:
-                    readers[b].append(pos)
-                else:
-                    readers[b] = [pos]
-            for b in outs:
-                if b in writers:
-                    writers[b].append(pos)
-                else:
-                    writers[b] = [pos]
-            oc = getattr(task, "out_counter", None)
-            if type(oc) is int:
-                self.out_counter[pos] = oc
-                if oc in producers:
-                    producers[oc].append(pos)
-                else:
-                    producers[oc] = [pos]
-            waits = getattr(task, "waits", None)
-            if isinstance(waits, list) and waits:
-                table = [
-                    (i, w.counter, w.threshold)
-                    for i, w in enumerate(waits)
-                    if type(w) is Wait and type(w.counter) is int
-                ]
+        """Operands, readers/writers, producers and waits of every task (spec §2), a column at a time."""
+        tasks = self.tasks
+        ins: list[Any]
+        outs: list[Any]
+        ocs: list[Any]
+        waits: list[Any]
+        if {*map(type, tasks)} <= {Task}:
+            ins, outs = [t.inputs for t in tasks], [t.outputs for t in tasks]
+            ocs, waits = [t.out_counter for t in tasks], [t.waits for t in tasks]
+        else:
+            ins = [getattr(t, "inputs", None) for t in tasks]
+            outs = [getattr(t, "outputs", None) for t in tasks]
+            ocs = [getattr(t, "out_counter", None) for t in tasks]
+            waits = [getattr(t, "waits", None) for t in tasks]
+        self.inputs = _ref_lists(ins, self.buffers)
+        self.outputs = _ref_lists(outs, self.buffers)
+        self.readers = _users(self.inputs)
+        self.writers = _users(self.outputs)
+        self.out_counter = [oc if type(oc) is int else None for oc in ocs]
+        producers: defaultdict[int, list[int]] = defaultdict(list)
+        for pos, oc in enumerate(self.out_counter):
+            if oc is not None:
+                producers[oc].append(pos)
+        self.producers = dict(producers)
+        for pos, table in enumerate(map(_wait_table, waits)):
+            if table:
                 self.waits[pos] = table
                 self.wait_counters[pos] = [c for _, c, _ in table]
 
     def _index_edges(self) -> None:
-        producers, succs = self.producers, self.succs
+        producers, preds_of, succs = self.producers, self.preds, self.succs
         n_edges = 0
+        forward = True
         for pos, counters in enumerate(self.wait_counters):
             if not counters:
                 continue
@@ -128,10 +128,13 @@ class ProgramIndex:
             if pos in preds:
                 preds.remove(pos)
                 self.self_waiting.append(pos)
-            self.preds[pos] = preds
+            if preds and preds[-1] > pos:
+                forward = False
+            preds_of[pos] = preds
             for p in preds:
                 succs[p].append(pos)
         self.n_edges = n_edges
+        self.forward = forward
 
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
@@ -203,19 +206,48 @@ def _refs(value: Any, known: dict[int, Any]) -> list[int]:
     return refs if len(refs) < 2 or len(set(refs)) == len(refs) else list(dict.fromkeys(refs))
 
 
+def _ref_lists(fields: list[Any], known: dict[int, Any]) -> list[list[int]]:
+    """:func:`_refs` of every task's field; when every field is a list of known int ids (a
+    well-formed program) the type and membership tests run once over all of them."""
+    if {*map(type, fields)} <= {list}:
+        flat = [b for refs in fields for b in refs]
+        if {*map(type, flat)} <= {int} and known.keys() >= set(flat):
+            if sum(map(len, map(set, fields))) == len(flat):  # no task names a buffer twice
+                return list(map(list, fields))
+            return [list(dict.fromkeys(refs)) for refs in fields]
+    return [_refs(f, known) for f in fields]
+
+
+def _users(refs_of: list[list[int]]) -> dict[int, list[int]]:
+    """Buffer id → ascending positions of the tasks naming it, keys in order of first use."""
+    users: defaultdict[int, list[int]] = defaultdict(list)
+    for pos, refs in enumerate(refs_of):
+        for b in refs:
+            users[b].append(pos)
+    return dict(users)
+
+
+def _wait_table(waits: Any) -> list[tuple[int, int, Any]]:
+    """``(index, counter, threshold)`` of a task's Wait records whose counter is an int."""
+    if type(waits) is not list or not waits:
+        return []
+    return [
+        (i, w.counter, w.threshold) for i, w in enumerate(waits) if type(w) is Wait and type(w.counter) is int
+    ]
+
+
 def kahn(n: int, preds: list[list[int]], succs: list[list[int]]) -> list[int] | None:
     """Kahn's algorithm over positions: FIFO queue seeded in ascending order; None on a cycle."""
     indeg = [len(p) for p in preds]
-    queue = deque(i for i in range(n) if indeg[i] == 0)
-    order: list[int] = []
+    order = [i for i in range(n) if not indeg[i]]  # the FIFO queue: order[head:] is still queued
     append = order.append
-    while queue:
-        v = queue.popleft()
-        append(v)
-        for w in succs[v]:
+    head = 0
+    while head < len(order):
+        for w in succs[order[head]]:
             indeg[w] -= 1
-            if indeg[w] == 0:
-                queue.append(w)
+            if not indeg[w]:
+                append(w)
+        head += 1
     return order if len(order) == n else None
 
 

@@ -1,0 +1,60 @@
+"""The program index's column-at-a-time build agrees with the per-task definitions (spec §2)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+
+from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
+from amkspec.proofs.index import ProgramIndex, _refs, kahn
+from amkspec.strategies import arbitrary_programs, valid_programs
+
+
+def _users(refs_of: list[list[int]]) -> dict[int, list[int]]:
+    users: dict[int, list[int]] = {}
+    for pos, refs in enumerate(refs_of):
+        for b in refs:
+            users.setdefault(b, []).append(pos)
+    return users
+
+
+def _check_columns(prog: MegakernelProgram) -> None:
+    ix = ProgramIndex(prog)
+    ins = [_refs(getattr(t, "inputs", None), ix.buffers) for t in ix.tasks]
+    outs = [_refs(getattr(t, "outputs", None), ix.buffers) for t in ix.tasks]
+    assert ix.inputs == ins and ix.outputs == outs
+    for got, want in ((ix.readers, _users(ins)), (ix.writers, _users(outs))):
+        assert got == want and list(got) == list(want)  # same lists, keys in order of first use
+    assert all(a is not b for a, b in zip(ix.inputs, (t.inputs for t in ix.tasks), strict=False))
+    ocs = [getattr(t, "out_counter", None) for t in ix.tasks]
+    assert ix.out_counter == [c if type(c) is int else None for c in ocs]
+    assert ix.producers == _users([[c] if type(c) is int else [] for c in ocs])
+
+
+@given(arbitrary_programs())
+def test_columns_agree_with_per_task_refs_on_arbitrary_programs(prog: MegakernelProgram) -> None:
+    _check_columns(prog)
+
+
+@given(valid_programs(max_tasks=12))
+def test_columns_agree_with_per_task_refs_on_valid_programs(prog: MegakernelProgram) -> None:
+    _check_columns(prog)
+
+
+@given(valid_programs(max_tasks=12))
+def test_forward_means_list_order_is_topological(prog: MegakernelProgram) -> None:
+    ix = ProgramIndex(prog)
+    assert ix.forward == all(p < pos for pos, preds in enumerate(ix.preds) for p in preds)
+    if ix.forward:
+        assert kahn(ix.n, ix.preds, ix.succs) is not None
+
+
+def test_a_backward_edge_clears_forward() -> None:
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    y = b.new_buffer("y", BufferKind.ACTIVATION, DType.F32, (1, 4))
+    z = b.new_buffer("z", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    c = b.new_counter("y")
+    b.add_task(InstructionKind.COPY, [y], [z], waits=[Wait(c, 1)])
+    b.add_task(InstructionKind.COPY, [x], [y], out_counter=c)
+    ix = ProgramIndex(b.build())
+    assert not ix.forward and ix.acyclic and ix.topo == [1, 0]
