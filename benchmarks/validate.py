@@ -7,7 +7,9 @@ toy models and its own fixtures) it prints the median process-CPU time of amkspe
 and of the original's, and the speed-up (original / amkspec). Where the original cannot give a
 like-for-like number (it skips its race checks above 8,000 tasks; it crashes on some programs) the
 reason is printed instead. Then a scaling table (tasks → time, peak traced memory) for amkspec
-alone. ``--write-results`` also writes both tables as Markdown under ``benchmarks/results/``, where
+alone, and where the time of one ``validate()`` of the layered 8k program goes: building the
+program index, the footprints of every task, and each check in the order ``validate`` runs them.
+``--write-results`` also writes the tables as Markdown under ``benchmarks/results/``, where
 the site's performance page includes them (so the published figures are this script's output).
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,8 +29,11 @@ from programs import chain, fixtures, layered, lowered, wide
 from tables import write_result
 from timing import median_cpu, traced_peak_mib
 
-from amkspec.ir import dumps, loads
+from amkspec.ir import MegakernelProgram, dumps, loads
+from amkspec.ir.gcpause import gc_paused
 from amkspec.proofs import validate
+from amkspec.proofs.index import ProgramIndex
+from amkspec.proofs.validate import CHECKS
 
 
 def compare(name: str, text: str, base: Baseline | None, repeat: int, rows: list[str]) -> float | None:
@@ -68,6 +74,35 @@ def scaling(sizes: list[int], repeat: int) -> list[str]:
     return rows
 
 
+def breakdown(prog: MegakernelProgram, repeat: int) -> list[str]:
+    """Markdown rows: median milliseconds of each stage of one ``validate()`` (a fresh index per run;
+    the footprints are computed up front so that no check is charged for them)."""
+    stages: dict[str, list[float]] = {}
+    for _ in range(max(1, repeat)):
+        with gc_paused():
+            start = time.process_time()
+            ix = ProgramIndex(prog)
+            lap = [("program index", time.process_time() - start)]
+            start = time.process_time()
+            for pos in range(ix.n):
+                ix.regions(pos)
+            lap.append(("footprints", time.process_time() - start))
+            for name, check in CHECKS:
+                start = time.process_time()
+                list(check(ix))
+                lap.append((name, time.process_time() - start))
+        for name, seconds in lap:
+            stages.setdefault(name, []).append(seconds)
+    medians = {name: statistics.median(times) * 1e3 for name, times in stages.items()}
+    total = sum(medians.values())
+    rows = ["| stage | ms | share |", "|---|---:|---:|"]
+    rows += [f"| {name} | {ms:.2f} | {ms / total:.0%} |" for name, ms in medians.items()]
+    rows.append(f"| total | {total:.2f} | |")
+    for row in rows[2:]:
+        print("  " + row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_baseline_argument(parser)
@@ -96,9 +131,12 @@ def main() -> None:
         rows += ["", line[0].upper() + line[1:] + "."]
     print("scaling (layered programs, amkspec alone):")
     scaled = scaling([int(s) for s in args.scaling.split(",") if s], args.repeat)
+    print(f"where the time goes (layered 8k, median of {args.repeat}):")
+    stages = breakdown(layered(8000), args.repeat)
     if args.write_results:
         write_result("validate_vs_original.md", rows)
         write_result("validate_scaling.md", scaled)
+        write_result("validate_breakdown.md", stages)
 
 
 if __name__ == "__main__":
