@@ -19,6 +19,7 @@ import argparse
 import statistics
 import sys
 import time
+from operator import attrgetter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -70,6 +71,30 @@ def scaling(sizes: list[int], repeat: int) -> list[str]:
         n_tasks = len(prog.tasks)
         row = f"| {n_tasks:,} | {seconds:.3f} | {n_tasks / seconds:,.0f} | {peak:.1f} |"
         print(row)
+        rows.append(row)
+    return rows
+
+
+def read_once(prog: MegakernelProgram) -> None:
+    """Read every field of every task, wait and buffer once: the least work any validator that
+    judges the records on each call must do (issue 13's floor)."""
+    fields = attrgetter("op", "inputs", "outputs", "out_counter", "waits", "params", "sm")
+    rows = list(map(fields, prog.tasks))
+    [(w.counter, w.threshold) for row in rows for w in row[4]]
+    [b for row in rows for b in row[1] + row[2]]
+    [item for row in rows for item in row[5].items()]
+    list(map(attrgetter("id", "kind", "dtype", "shape", "space"), prog.buffers))
+
+
+def floor(repeat: int) -> list[str]:
+    """Markdown rows: the read-once floor against one ``validate()`` and the original's time / 10."""
+    rows = ["| program | tasks | read every field once ms | validate() ms |", "|---|---:|---:|---:|"]
+    for name, prog in (("layered 8k", layered(8000)), ("toy (lowered)", loads(next(lowered())[1]))):
+        n = repeat * (1 if len(prog.tasks) > 1000 else 20)
+        reading = median_cpu(lambda p=prog: read_once(p), n) * 1e3
+        judging = median_cpu(lambda p=prog: validate(p), n) * 1e3
+        row = f"| {name} | {len(prog.tasks):,} | {reading:.3f} | {judging:.3f} |"
+        print("  " + row)
         rows.append(row)
     return rows
 
@@ -133,10 +158,13 @@ def main() -> None:
     scaled = scaling([int(s) for s in args.scaling.split(",") if s], args.repeat)
     print(f"where the time goes (layered 8k, median of {args.repeat}):")
     stages = breakdown(layered(8000), args.repeat)
+    print("the floor: reading every record field once, against one validate():")
+    floors = floor(args.repeat)
     if args.write_results:
         write_result("validate_vs_original.md", rows)
         write_result("validate_scaling.md", scaled)
         write_result("validate_breakdown.md", stages)
+        write_result("validate_floor.md", floors)
 
 
 if __name__ == "__main__":
