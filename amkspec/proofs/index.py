@@ -120,8 +120,8 @@ class ProgramIndex:
                 continue
             if len(counters) == 1:  # producer lists are distinct and in ascending position order
                 preds = list(producers.get(counters[0], ()))
-            else:
-                preds = sorted({p for c in counters for p in producers.get(c, ())})
+            else:  # a position produces one counter, so distinct counters have disjoint producers
+                preds = sorted([p for c in dict.fromkeys(counters) for p in producers.get(c, ())])
             if not preds:
                 continue
             n_edges += len(preds)
