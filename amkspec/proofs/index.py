@@ -13,7 +13,7 @@ edge ``a → b`` for every producer *a* of *c*, regardless of the threshold.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeGuard
 
 from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
@@ -63,26 +63,25 @@ class ProgramIndex:
         self.inputs: list[list[int]] = []
         self.outputs: list[list[int]] = []
         self.out_counter: list[int | None] = []
-        self.waits: list[list[tuple[int, int, Any]]] = [[] for _ in range(n)]
-        self.wait_counters: list[list[int]] = [[] for _ in range(n)]
+        self.waits: list[Sequence[tuple[int, int, Any]]] = [()] * n
+        self.wait_counters: list[Sequence[int]] = [()] * n
         self.producers: dict[int, list[int]] = {}
         self.readers: dict[int, list[int]] = {}
         self.writers: dict[int, list[int]] = {}
         self.rejected_tasks: set[int] = set()
-        self._index_tasks()
-        self.preds: list[list[int]] = [[] for _ in range(n)]
-        self.succs: list[list[int]] = [[] for _ in range(n)]
+        self.preds: list[Sequence[int]] = [()] * n
+        self.succs: list[Sequence[int]] = [()] * n
         self.self_waiting: list[int] = []
         self.n_edges = 0
         self.forward = True
-        self._index_edges()
+        self._index_tasks()
         self.topo: list[int] | None = kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
         self._memo = Memo()
         self._regions: list[TaskRegions | None] = [None] * n
 
     def _index_tasks(self) -> None:
-        """Operands, readers/writers, producers and waits of every task (spec §2), a column at a time."""
+        """Operands, readers/writers and producers of every task (spec §2), a column at a time."""
         tasks = self.tasks
         ins: list[Any]
         outs: list[Any]
@@ -106,33 +105,42 @@ class ProgramIndex:
             if oc is not None:
                 producers[oc].append(pos)
         self.producers = dict(producers)
-        for pos, table in enumerate(map(_wait_table, waits)):
-            if table:
-                self.waits[pos] = table
-                self.wait_counters[pos] = [c for _, c, _ in table]
+        self._index_waits(waits)
 
-    def _index_edges(self) -> None:
+    def _index_waits(self, waits: list[Any]) -> None:
+        """Each task's wait table and its dependency edges: ``a → b`` for every producer ``a`` of a
+        counter ``b`` waits on, regardless of the threshold (spec §2)."""
         producers, preds_of, succs = self.producers, self.preds, self.succs
         n_edges = 0
         forward = True
-        for pos, counters in enumerate(self.wait_counters):
-            if not counters:
+        for pos, table in enumerate(map(_wait_table, waits)):
+            if not table:
                 continue
-            if len(counters) == 1:  # producer lists are distinct and in ascending position order
+            self.waits[pos] = table
+            if len(table) == 1:  # producer lists are distinct and in ascending position order
+                counters = [table[0][1]]
                 preds = list(producers.get(counters[0], ()))
             else:  # a position produces one counter, so distinct counters have disjoint producers
+                counters = [c for _, c, _ in table]
                 preds = sorted([p for c in dict.fromkeys(counters) for p in producers.get(c, ())])
+            self.wait_counters[pos] = counters
             if not preds:
                 continue
             n_edges += len(preds)
             if pos in preds:
                 preds.remove(pos)
                 self.self_waiting.append(pos)
-            if preds and preds[-1] > pos:
+            if not preds:
+                continue
+            if preds[-1] > pos:
                 forward = False
             preds_of[pos] = preds
             for p in preds:
-                succs[p].append(pos)
+                after = succs[p]
+                if after:
+                    after.append(pos)  # type: ignore[attr-defined]  # a list once it has an entry
+                else:
+                    succs[p] = [pos]
         self.n_edges = n_edges
         self.forward = forward
 
@@ -206,19 +214,18 @@ def _refs(value: Any, known: dict[int, Any]) -> list[int]:
     return refs if len(refs) < 2 or len(set(refs)) == len(refs) else list(dict.fromkeys(refs))
 
 
-def _ref_lists(fields: list[Any], known: dict[int, Any]) -> list[list[int]]:
-    """:func:`_refs` of every task's field; when every field is a list of known int ids (a
-    well-formed program) the type and membership tests run once over all of them."""
+def _ref_lists(fields: Sequence[Any], known: dict[int, Any]) -> list[list[int]]:
+    """:func:`_refs` of every task's field. When every field is a list of known int ids (a
+    well-formed program) the type and membership tests run once over all of them, and a list
+    that names no buffer twice is used as it is (the index only reads it)."""
     if {*map(type, fields)} <= {list}:
         flat = [b for refs in fields for b in refs]
-        if {*map(type, flat)} <= {int} and known.keys() >= set(flat):
-            if sum(map(len, map(set, fields))) == len(flat):  # no task names a buffer twice
-                return list(map(list, fields))
-            return [list(dict.fromkeys(refs)) for refs in fields]
+        if {*map(type, flat)} <= {int} and known.keys() >= set(flat):  # the records' own lists
+            return [r if len(r) < 2 or len(set(r)) == len(r) else list(dict.fromkeys(r)) for r in fields]
     return [_refs(f, known) for f in fields]
 
 
-def _users(refs_of: list[list[int]]) -> dict[int, list[int]]:
+def _users(refs_of: Iterable[list[int]]) -> dict[int, list[int]]:
     """Buffer id → ascending positions of the tasks naming it, keys in order of first use."""
     users: defaultdict[int, list[int]] = defaultdict(list)
     for pos, refs in enumerate(refs_of):
@@ -236,7 +243,7 @@ def _wait_table(waits: Any) -> list[tuple[int, int, Any]]:
     ]
 
 
-def kahn(n: int, preds: list[list[int]], succs: list[list[int]]) -> list[int] | None:
+def kahn(n: int, preds: Sequence[Sequence[int]], succs: Sequence[Sequence[int]]) -> list[int] | None:
     """Kahn's algorithm over positions: FIFO queue seeded in ascending order; None on a cycle."""
     indeg = [len(p) for p in preds]
     order = [i for i in range(n) if not indeg[i]]  # the FIFO queue: order[head:] is still queued
@@ -251,7 +258,7 @@ def kahn(n: int, preds: list[list[int]], succs: list[list[int]]) -> list[int] | 
     return order if len(order) == n else None
 
 
-def find_cycle(n: int, succs: list[list[int]]) -> list[int] | None:
+def find_cycle(n: int, succs: Sequence[Sequence[int]]) -> list[int] | None:
     """One cycle as a list of positions (first node not repeated), by iterative DFS; None if acyclic."""
     state = [0] * n  # 0 unvisited, 1 on the stack, 2 done
     for root in range(n):

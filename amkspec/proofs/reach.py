@@ -17,7 +17,7 @@ occupants). :meth:`Reachability.ancestors` answers a batch of such pairs:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 CHUNK = 4096
 """Sources per bitset pass (bits per Python int)."""
@@ -26,7 +26,7 @@ CHUNK = 4096
 class Reachability:
     """Strict-ancestor queries over positions, given predecessor lists and a topological order."""
 
-    def __init__(self, preds: list[list[int]], topo: list[int]) -> None:
+    def __init__(self, preds: Sequence[Sequence[int]], topo: list[int]) -> None:
         self.preds = preds
         self.topo = topo
         rank = [0] * len(topo)
