@@ -16,40 +16,123 @@ from __future__ import annotations
 
 from typing import Any
 
-from amkspec.ir import Buffer, InstructionKind, MegakernelProgram, Task
+from amkspec.ir import Buffer, DType, InstructionKind, MegakernelProgram, Task
 from amkspec.proofs.diagnostics import Diagnostic
-from amkspec.proofs.shapes.context import OpContext, Operand, Rule, buffer_operand
+from amkspec.proofs.shapes.context import OpContext, Operand, Rule, buffer_operand, operand_kind
 from amkspec.proofs.shapes.registry import OP_RULES, arity_ok, check_op
 
 SHAPE_RULES: dict[InstructionKind, tuple[Rule, ...]] = {op: r.rules for op, r in OP_RULES.items()}
 """Each opcode's shape/dtype rules as ``Rule(code, text)``, in the order they are checked."""
 
 
-def _operands(buffers: Any) -> dict[int, Operand | None]:
-    """Buffer id → operand (None for a malformed shape); first occurrence wins for duplicate ids."""
-    table: dict[int, Operand | None] = {}
+def _records(buffers: Any) -> dict[int, Buffer]:
+    """Buffer id → buffer record; the first occurrence of an id wins."""
+    records: dict[int, Buffer] = {}
     for buf in buffers if isinstance(buffers, list) else []:
-        if isinstance(buf, Buffer) and type(buf.id) is int and buf.id not in table:
-            table[buf.id] = buffer_operand(buf)
-    return table
+        if isinstance(buf, Buffer) and type(buf.id) is int and buf.id not in records:
+            records[buf.id] = buf
+    return records
 
 
-def check_memory_safety(prog: MegakernelProgram, index: object = None) -> list[Diagnostic]:
+class _Operands(dict[int, Operand | None]):
+    """Buffer id → its operand view (None for a malformed shape or no buffer), built on first use."""
+
+    def __init__(self, records: dict[int, Buffer]) -> None:
+        super().__init__()
+        self.records = records
+
+    def __missing__(self, bid: int) -> Operand | None:
+        buf = self.records.get(bid)
+        operand = self[bid] = buffer_operand(buf) if buf is not None else None
+        return operand
+
+
+class _Kinds(dict[Any, int | None]):
+    """Buffer id → a small int naming its :func:`operand_kind` (equal kinds, equal ints; None for
+    a malformed shape or no buffer), built on first use."""
+
+    def __init__(self, records: dict[int, Buffer]) -> None:
+        super().__init__()
+        self.records = records
+        self.seen: dict[tuple[tuple[int, ...], DType | None], int] = {}
+
+    def __missing__(self, bid: Any) -> int | None:
+        buf = self.records.get(bid) if type(bid) is int else None
+        kind = operand_kind(buf) if buf is not None else None
+        value = None if kind is None else self.seen.setdefault(kind, len(self.seen))
+        if type(bid) is int:
+            self[bid] = value
+        return value
+
+
+def check_memory_safety(
+    prog: MegakernelProgram, index: object = None, *, memo: bool = True
+) -> list[Diagnostic]:
     """M4xx findings for every task whose operands disagree with its opcode's shape rules (spec §7).
 
     ``index`` (the validator's program index) is accepted for the caller's convenience and not
-    needed: buffers are resolved by id here.
+    needed: buffers are resolved by id here. With ``memo`` (the default) the rules run once per
+    :func:`rule_key` within this call: a task whose key is that of a task they found nothing wrong
+    with is skipped, any other task is checked (so every message names its own task and buffers).
+    ``memo=False`` checks every task; the findings are the same.
     """
     found: list[Diagnostic] = []
-    table = _operands(prog.buffers)
+    records = _records(prog.buffers)
+    operands = _Operands(records)
+    kinds = _Kinds(records) if memo else None
+    clean: set[tuple[Any, ...]] = set()
     for task in prog.tasks if isinstance(prog.tasks, list) else []:
-        ctx = _context(task, table, found)
-        if ctx is not None:
-            check_op(ctx)
+        key = rule_key(task, kinds) if kinds is not None else None
+        if key is not None:
+            try:
+                if key in clean:
+                    continue
+            except TypeError:  # a param holds a list or dict (FUSED recipes): no memo
+                key = None
+        ctx = _context(task, operands, found)
+        if ctx is None:
+            continue
+        before = len(found)
+        check_op(ctx)
+        if key is not None and len(found) == before:
+            clean.add(key)
     return found
 
 
-def _context(task: Any, table: dict[int, Operand | None], found: list[Diagnostic]) -> OpContext | None:
+_SAME_BUFFER = frozenset(op for op, r in OP_RULES.items() if r.same_buffer)
+
+
+def rule_key(task: Any, kinds: dict[Any, int | None]) -> tuple[Any, ...] | None:
+    """What the shape rules of a task depend on, as a key (None: no key; unhashable when a param
+    holds a list or dict).
+
+    The rules read the opcode, each operand's shape and dtype (``kinds``; ``-1`` ends the
+    inputs and the outputs), the params by value and type (``True == 1`` but only an int is an
+    int32 param) and, for :attr:`OpRules.same_buffer` opcodes, which operands are one buffer;
+    the task's id, label and buffer names appear only in messages. A task that
+    :func:`_context` skips reports nothing whatever its key, so the key need not judge it.
+    """
+    try:
+        op, inputs, outputs, params = task.op, task.inputs, task.outputs, task.params
+        kind = kinds.__getitem__
+        key = (
+            op,
+            *map(kind, inputs),
+            -1,
+            *map(kind, outputs),
+            -1,
+            *params.items(),
+            *map(type, params.values()),
+        )
+        if op in _SAME_BUFFER:
+            ids = [*inputs, *outputs]
+            key += (tuple(map(ids.index, ids)),)
+    except (AttributeError, TypeError):
+        return None
+    return key
+
+
+def _context(task: Any, operands: dict[int, Operand | None], found: list[Diagnostic]) -> OpContext | None:
     """The op application of a task, or None when the structure checks must judge it first."""
     if not isinstance(task, Task):
         return None
@@ -58,8 +141,8 @@ def _context(task: Any, table: dict[int, Operand | None], found: list[Diagnostic
         return None
     if not isinstance(params, dict) or not arity_ok(op, len(inputs), len(outputs)):
         return None
-    ins = [table.get(i) if type(i) is int else None for i in inputs]
-    outs = [table.get(o) if type(o) is int else None for o in outputs]
+    ins = [operands[i] if type(i) is int else None for i in inputs]
+    outs = [operands[o] if type(o) is int else None for o in outputs]
     if None in ins or None in outs:
         return None
     return OpContext(task, op, ins, outs, params, found)  # type: ignore[arg-type]  # no None left

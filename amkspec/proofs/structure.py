@@ -20,6 +20,7 @@ from amkspec.ir import (
     ABI_MAX_WAITS,
     OP_REGISTRY,
     PARAM_FIELDS,
+    Buffer,
     BufferKind,
     DType,
     InstructionKind,
@@ -76,8 +77,9 @@ def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
     found.extend(check_ids(ix))
     found.extend(check_counter_init(ix))
     found.extend(check_buffers(ix))
+    params_memo: dict[tuple[Any, ...], bool] = {}
     for pos, task in enumerate(ix.tasks):
-        if task_is_clean(task, ix):
+        if task_is_clean(task, ix, params_memo):
             continue
         task_found = list(check_task(ix, pos))
         if any(d.severity is Severity.ERROR for d in task_found):
@@ -140,6 +142,8 @@ def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 def buffer_problem(buf: Any) -> str | None:
     """Why a buffer record is malformed (spec §1.3), or None."""
+    if _buffer_ok(buf):
+        return None
     for field, enum_type in (("kind", BufferKind), ("dtype", DType), ("space", MemSpace)):
         if not isinstance(getattr(buf, field, None), enum_type):
             return f"{field} {getattr(buf, field, None)!r} is not a {enum_type.__name__}"
@@ -154,6 +158,21 @@ def buffer_problem(buf: Any) -> str | None:
     return None
 
 
+def _buffer_ok(buf: Any) -> bool:
+    """Fast path of :func:`buffer_problem`: True only for a well-formed buffer (most of them)."""
+    if type(buf) is not Buffer:
+        return False
+    if type(buf.kind) is not BufferKind or type(buf.dtype) is not DType or type(buf.space) is not MemSpace:
+        return False
+    shape = buf.shape
+    if type(shape) is not tuple or len(shape) > ABI_MAX_RANK:
+        return False
+    for d in shape:
+        if type(d) is not int or not 0 <= d <= INT32_MAX:
+            return False
+    return True
+
+
 def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Every buffer record is well formed (:func:`buffer_problem`, spec §1.3) and fits the
     target's memory (:func:`buffer_cap`, spec §5.2)."""
@@ -164,8 +183,8 @@ def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if problem is not None:
             yield diag(BAD_BUFFER, f"buffer {bid}:{getattr(buf, 'name', '')} {problem}", buffers=[bid])
             continue
-        nbytes = buffer_nbytes(buf)
-        if nbytes is not None and nbytes > cap:
+        nbytes = _nbytes(buf)
+        if nbytes > cap:
             yield diag(
                 BUFFER_TOO_LARGE,
                 f"buffer {bid}:{getattr(buf, 'name', '')} needs {nbytes} bytes, more than {where} ({cap})",
@@ -186,26 +205,43 @@ def buffer_nbytes(buf: Any) -> int | None:
     """Storage bytes of a well-formed buffer, None for a malformed one."""
     if buffer_problem(buf) is not None:
         return None
+    return _nbytes(buf)
+
+
+def _nbytes(buf: Any) -> int:
     return int(buf.dtype.nbytes(math.prod(buf.shape)))
 
 
 # -- tasks -----------------------------------------------------------------------------------
 
 
-def task_is_clean(task: Any, ix: ProgramIndex) -> bool:
-    """Fast path: True iff :func:`check_task` finds nothing (most tasks of a real program)."""
-    if type(task) is not Task or type(task.op) is not InstructionKind:
+def _arity(spec: OpSpec) -> tuple[int, int, int, int, tuple[str, ...]]:
+    """``(lo_in, hi_in, lo_out, hi_out, required)`` of an opcode, its OP_REGISTRY arity within the
+    ABI caps (an empty range when the registry asks for more than the ABI allows)."""
+    hi_in = ABI_MAX_INPUTS if spec.max_inputs == VARIADIC else min(spec.max_inputs, ABI_MAX_INPUTS)
+    n_out = spec.n_outputs
+    lo_out, hi_out = (0, ABI_MAX_OUTPUTS) if n_out == VARIADIC else (n_out, n_out)
+    return spec.min_inputs, hi_in, lo_out, min(hi_out, ABI_MAX_OUTPUTS), spec.required_params
+
+
+_ARITY = {op: _arity(spec) for op, spec in OP_REGISTRY.items()}
+
+
+def task_is_clean(task: Any, ix: ProgramIndex, params_memo: dict[tuple[Any, ...], bool] | None = None) -> bool:
+    """Fast path: True iff :func:`check_task` finds nothing (most tasks of a real program).
+
+    ``params_memo`` (one per check) remembers :func:`_params_clean` by opcode and params (values
+    and types: ``True == 1`` but is no int32).
+    """
+    if type(task) is not Task:
         return False
-    spec = OP_REGISTRY.get(task.op)
-    ins, outs, waits, params = task.inputs, task.outputs, task.waits, task.params
-    if spec is None or type(ins) is not list or type(outs) is not list or type(waits) is not list:
+    op, ins, outs, waits, params = task.op, task.inputs, task.outputs, task.waits, task.params
+    if type(op) is not InstructionKind or op not in _ARITY:
         return False
-    n_in = len(ins)
-    if n_in < spec.min_inputs or (spec.max_inputs != VARIADIC and n_in > spec.max_inputs):
+    if type(ins) is not list or type(outs) is not list or type(waits) is not list or type(params) is not dict:
         return False
-    if n_in > ABI_MAX_INPUTS or len(outs) > ABI_MAX_OUTPUTS or len(waits) > ABI_MAX_WAITS:
-        return False
-    if spec.n_outputs != VARIADIC and len(outs) != spec.n_outputs:
+    lo_in, hi_in, lo_out, hi_out, required = _ARITY[op]
+    if not (lo_in <= len(ins) <= hi_in and lo_out <= len(outs) <= hi_out and len(waits) <= ABI_MAX_WAITS):
         return False
     buffers, counters = ix.buffers, ix.counters
     for b in ins:
@@ -214,15 +250,25 @@ def task_is_clean(task: Any, ix: ProgramIndex) -> bool:
     for b in outs:
         if type(b) is not int or b not in buffers:
             return False
-    if type(task.out_counter) is not int or task.out_counter not in counters:
+    oc = task.out_counter
+    if type(oc) is not int or oc not in counters:
         return False
     for w in waits:
-        if type(w) is not Wait or type(w.counter) is not int or w.counter not in counters:
+        if type(w) is not Wait:
             return False
-        t = w.threshold
-        if type(t) is not int or not 1 <= t <= INT32_MAX:
+        c, t = w.counter, w.threshold
+        if type(c) is not int or c not in counters or type(t) is not int or not 1 <= t <= INT32_MAX:
             return False
-    return type(params) is dict and _params_clean(params, spec.required_params)
+    if params_memo is None:
+        return _params_clean(params, required)
+    try:
+        key = (op, *params.items(), *map(type, params.values()))
+        clean = params_memo.get(key)
+    except TypeError:  # an unhashable value (a FUSED recipe)
+        return _params_clean(params, required)
+    if clean is None:
+        clean = params_memo[key] = _params_clean(params, required)
+    return clean
 
 
 def _params_clean(params: dict[Any, Any], required: tuple[str, ...]) -> bool:
