@@ -48,7 +48,7 @@ def is_shape(shape: Any) -> bool:
     """A shape the rules can reason about: a tuple of non-negative ints (no bools)."""
     if not isinstance(shape, tuple):
         return False
-    for d in shape:
+    for d in shape:  # noqa: SIM110 - a plain loop is 2-3x faster than all() over a generator
         if type(d) is not int or d < 0:
             return False
     return True
