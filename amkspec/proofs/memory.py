@@ -65,23 +65,31 @@ class _Kinds(dict[Any, int | None]):
         return value
 
 
+MEMO_MIN_TASKS = 64
+"""Programs with fewer tasks are checked task by task: their keys cost more than the rules they
+save (a key costs about a third of a GEMV tile's rules, and small programs repeat few keys)."""
+
+
 def check_memory_safety(
-    prog: MegakernelProgram, index: object = None, *, memo: bool = True
+    prog: MegakernelProgram, index: object = None, *, memo: bool | None = None
 ) -> list[Diagnostic]:
     """M4xx findings for every task whose operands disagree with its opcode's shape rules (spec §7).
 
     ``index`` (the validator's program index) is accepted for the caller's convenience and not
-    needed: buffers are resolved by id here. With ``memo`` (the default) the rules run once per
+    needed: buffers are resolved by id here. With ``memo`` the rules run once per
     :func:`rule_key` within this call: a task whose key is that of a task they found nothing wrong
     with is skipped, any other task is checked (so every message names its own task and buffers).
-    ``memo=False`` checks every task; the findings are the same.
+    ``memo=False`` checks every task; the findings are the same. By default (None) the memo is
+    used from :data:`MEMO_MIN_TASKS` tasks on.
     """
     found: list[Diagnostic] = []
+    tasks = prog.tasks if isinstance(prog.tasks, list) else []
     records = _records(prog.buffers)
     operands = _Operands(records)
-    kinds = _Kinds(records) if memo else None
+    use_memo = len(tasks) >= MEMO_MIN_TASKS if memo is None else memo
+    kinds = _Kinds(records) if use_memo else None
     clean: set[tuple[Any, ...]] = set()
-    for task in prog.tasks if isinstance(prog.tasks, list) else []:
+    for task in tasks:
         key = rule_key(task, kinds) if kinds is not None else None
         if key is not None:
             try:

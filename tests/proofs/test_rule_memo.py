@@ -37,7 +37,7 @@ def _gemv_pair(first: dict[str, Any], second: dict[str, Any], w2_dtype: DType = 
 
 
 def _both(prog: MegakernelProgram) -> list[tuple[str, str]]:
-    memo = [(d.code, d.message) for d in check_memory_safety(prog)]
+    memo = [(d.code, d.message) for d in check_memory_safety(prog, memo=True)]
     assert memo == [(d.code, d.message) for d in check_memory_safety(prog, memo=False)]
     return memo
 
@@ -113,7 +113,7 @@ def repeated_tasks(draw: st.DrawFn) -> MegakernelProgram:
 
 @given(st.one_of(repeated_tasks(), arbitrary_programs()))
 def test_memoised_and_unmemoised_memory_checks_agree(prog: MegakernelProgram) -> None:
-    memo = check_memory_safety(prog)
+    memo = check_memory_safety(prog, memo=True)
     plain = check_memory_safety(prog, memo=False)
     assert [(d.code, d.message, d.tasks, d.buffers) for d in memo] == [
         (d.code, d.message, d.tasks, d.buffers) for d in plain
