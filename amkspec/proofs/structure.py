@@ -78,9 +78,8 @@ def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
     found.extend(check_ids(ix))
     found.extend(check_counter_init(ix))
     found.extend(check_buffers(ix))
-    params_memo: dict[tuple[Any, ...], bool] = {}
-    for pos, task in enumerate(ix.tasks):
-        if task_is_clean(task, ix, params_memo):
+    for pos in range(ix.n):
+        if task_is_clean(ix, pos):
             continue
         task_found = list(check_task(ix, pos))
         if any(d.severity is Severity.ERROR for d in task_found):
@@ -102,6 +101,9 @@ def check_ids(ix: ProgramIndex) -> Iterator[Diagnostic]:
         ("counter", as_list(prog.counters), "counters"),
         ("task", ix.tasks, "tasks"),
     ):
+        ids = [getattr(rec, "id", None) for rec in records]
+        if ids == list(range(len(ids))) and set(map(type, ids)) <= {int}:
+            continue  # the common case: ids 0, 1, 2, ... (the type test rules out True for 1)
         first: dict[int, int] = {}
         for pos, rec in enumerate(records):
             rid = getattr(rec, "id", None)
@@ -179,6 +181,8 @@ def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
     target's memory (:func:`buffer_cap`, spec §5.2)."""
     cap, where = buffer_cap(ix.prog)
     for buf in as_list(ix.prog.buffers):
+        if _buffer_ok(buf) and _nbytes(buf) <= cap:
+            continue
         problem = buffer_problem(buf)
         bid = getattr(buf, "id", None)
         if problem is not None:
@@ -228,14 +232,12 @@ def _arity(spec: OpSpec) -> tuple[int, int, int, int, tuple[str, ...]]:
 _ARITY = {op: _arity(spec) for op, spec in OP_REGISTRY.items()}
 
 
-def task_is_clean(
-    task: Any, ix: ProgramIndex, params_memo: dict[tuple[Any, ...], bool] | None = None
-) -> bool:
-    """Fast path: True iff :func:`check_task` finds nothing (most tasks of a real program).
-
-    ``params_memo`` (one per check) remembers :func:`_params_clean` by opcode and params (values
-    and types: ``True == 1`` but is no int32).
-    """
+def task_is_clean(ix: ProgramIndex, pos: int) -> bool:
+    """Fast path: True iff :func:`check_task` finds nothing for the task at ``pos`` (most tasks of a
+    real program). The index's per-task tables say whether every reference resolves: ``inputs``
+    and ``outputs`` keep the known buffer ids (distinct), ``out_counter`` an int id, ``waits``
+    the Wait records with an int counter."""
+    task = ix.tasks[pos]
     if type(task) is not Task:
         return False
     op, ins, outs, waits, params = task.op, task.inputs, task.outputs, task.waits, task.params
@@ -244,34 +246,27 @@ def task_is_clean(
     if type(ins) is not list or type(outs) is not list or type(waits) is not list or type(params) is not dict:
         return False
     lo_in, hi_in, lo_out, hi_out, required = _ARITY[op]
-    if not (lo_in <= len(ins) <= hi_in and lo_out <= len(outs) <= hi_out and len(waits) <= ABI_MAX_WAITS):
+    n_in, n_out = len(ins), len(outs)
+    if not (lo_in <= n_in <= hi_in and lo_out <= n_out <= hi_out and len(waits) <= ABI_MAX_WAITS):
         return False
-    buffers, counters = ix.buffers, ix.counters
-    for b in ins:
+    if (len(ix.inputs[pos]) != n_in or len(ix.outputs[pos]) != n_out) and not _all_buffers(ix, ins + outs):
+        return False  # a buffer id repeats (legal) or one does not resolve
+    counters = ix.counters
+    table = ix.waits[pos]
+    if ix.out_counter[pos] not in counters or len(table) != len(waits):
+        return False
+    for _, c, t in table:
+        if c not in counters or type(t) is not int or not 1 <= t <= INT32_MAX:
+            return False
+    return _params_clean(params, required)
+
+
+def _all_buffers(ix: ProgramIndex, refs: list[Any]) -> bool:
+    buffers = ix.buffers
+    for b in refs:  # noqa: SIM110 - a plain loop is 2-3x faster than all() over a generator
         if type(b) is not int or b not in buffers:
             return False
-    for b in outs:
-        if type(b) is not int or b not in buffers:
-            return False
-    oc = task.out_counter
-    if type(oc) is not int or oc not in counters:
-        return False
-    for w in waits:
-        if type(w) is not Wait:
-            return False
-        c, t = w.counter, w.threshold
-        if type(c) is not int or c not in counters or type(t) is not int or not 1 <= t <= INT32_MAX:
-            return False
-    if params_memo is None:
-        return _params_clean(params, required)
-    try:
-        key = (op, *params.items(), *map(type, params.values()))
-        clean = params_memo.get(key)
-    except TypeError:  # an unhashable value (a FUSED recipe)
-        return _params_clean(params, required)
-    if clean is None:
-        clean = params_memo[key] = _params_clean(params, required)
-    return clean
+    return True
 
 
 def _params_clean(params: dict[Any, Any], required: tuple[str, ...]) -> bool:
@@ -427,9 +422,10 @@ def check_sm(ix: ProgramIndex) -> Iterator[Diagnostic]:
     target = ix.prog.target
     num_sms = getattr(target, "num_sms", None) if target is not None else None
     limit = num_sms if is_int(num_sms) else None
+    top = INT32_MAX if limit is None else limit - 1
     for pos, task in enumerate(ix.tasks):
         sm = getattr(task, "sm", None)
-        if sm is None:
+        if sm is None or (type(sm) is int and 0 <= sm <= top):
             continue
         if not is_int(sm) or sm < 0 or (limit is not None and sm >= limit):
             where = (
