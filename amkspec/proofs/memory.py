@@ -114,26 +114,17 @@ def rule_key(task: Any, kinds: dict[Any, int | None]) -> tuple[Any, ...] | None:
     """What the shape rules of a task depend on, as a key (None: no key; unhashable when a param
     holds a list or dict).
 
-    The rules read the opcode, each operand's shape and dtype (``kinds``; ``-1`` ends the
-    inputs and the outputs), the params by value and type (``True == 1`` but only an int is an
-    int32 param) and, for :attr:`OpRules.same_buffer` opcodes, which operands are one buffer;
+    The rules read the opcode, each operand's shape and dtype (``kinds``, inputs then outputs,
+    after the number of inputs), the params by value and type (``True == 1`` but only an int is
+    an int32 param) and, for :attr:`OpRules.same_buffer` opcodes, which operands are one buffer;
     the task's id, label and buffer names appear only in messages. A task that
     :func:`_context` skips reports nothing whatever its key, so the key need not judge it.
     """
     try:
-        op, inputs, outputs, params = task.op, task.inputs, task.outputs, task.params
-        kind = kinds.__getitem__
-        key = (
-            op,
-            *map(kind, inputs),
-            -1,
-            *map(kind, outputs),
-            -1,
-            *params.items(),
-            *map(type, params.values()),
-        )
+        op, inputs, params = task.op, task.inputs, task.params
+        ids = inputs + task.outputs
+        key = (op, len(inputs), *map(kinds.__getitem__, ids), *params.items(), *map(type, params.values()))
         if op in _SAME_BUFFER:
-            ids = [*inputs, *outputs]
             key += (tuple(map(ids.index, ids)),)
     except (AttributeError, TypeError):
         return None
