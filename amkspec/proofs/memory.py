@@ -47,22 +47,16 @@ class _Operands(dict[int, Operand | None]):
         return operand
 
 
-class _Kinds(dict[Any, int | None]):
-    """Buffer id → a small int naming its :func:`operand_kind` (equal kinds, equal ints; None for
-    a malformed shape or no buffer), built on first use."""
-
-    def __init__(self, records: dict[int, Buffer]) -> None:
-        super().__init__()
-        self.records = records
-        self.seen: dict[tuple[tuple[int, ...], DType | None], int] = {}
-
-    def __missing__(self, bid: Any) -> int | None:
-        buf = self.records.get(bid) if type(bid) is int else None
-        kind = operand_kind(buf) if buf is not None else None
-        value = None if kind is None else self.seen.setdefault(kind, len(self.seen))
-        if type(bid) is int:
-            self[bid] = value
-        return value
+def _kinds(records: dict[int, Buffer]) -> dict[int, int]:
+    """Buffer id → a small int naming its :func:`operand_kind` (equal kinds, equal ints), for the
+    buffers with a well-formed shape."""
+    seen: dict[tuple[tuple[int, ...], DType | None], int] = {}
+    kinds: dict[int, int] = {}
+    for bid, buf in records.items():
+        kind = operand_kind(buf)
+        if kind is not None:
+            kinds[bid] = seen.setdefault(kind, len(seen))
+    return kinds
 
 
 MEMO_MIN_TASKS = 64
@@ -87,7 +81,7 @@ def check_memory_safety(
     records = _records(prog.buffers)
     operands = _Operands(records)
     use_memo = len(tasks) >= MEMO_MIN_TASKS if memo is None else memo
-    kinds = _Kinds(records) if use_memo else None
+    kinds = _kinds(records) if use_memo else None
     clean: set[tuple[Any, ...]] = set()
     for task in tasks:
         key = rule_key(task, kinds) if kinds is not None else None
@@ -110,7 +104,7 @@ def check_memory_safety(
 _SAME_BUFFER = frozenset(op for op, r in OP_RULES.items() if r.same_buffer)
 
 
-def rule_key(task: Any, kinds: dict[Any, int | None]) -> tuple[Any, ...] | None:
+def rule_key(task: Any, kinds: dict[int, int]) -> tuple[Any, ...] | None:
     """What the shape rules of a task depend on, as a key (None: no key; unhashable when a param
     holds a list or dict).
 
@@ -123,7 +117,7 @@ def rule_key(task: Any, kinds: dict[Any, int | None]) -> tuple[Any, ...] | None:
     try:
         op, inputs, params = task.op, task.inputs, task.params
         ids = inputs + task.outputs
-        key = (op, len(inputs), *map(kinds.__getitem__, ids), *params.items(), *map(type, params.values()))
+        key = (op, len(inputs), *map(kinds.get, ids), *params.items(), *map(type, params.values()))
         if op in _SAME_BUFFER:
             key += (tuple(map(ids.index, ids)),)
     except (AttributeError, TypeError):
