@@ -270,19 +270,18 @@ def _all_buffers(ix: ProgramIndex, refs: list[Any]) -> bool:
 
 
 def _params_clean(params: dict[Any, Any], required: tuple[str, ...]) -> bool:
+    """Every required param is there and every param is known and fits its PARAM_FIELDS type."""
     for name in required:
         if name not in params:
             return False
+    get = PARAM_FIELDS.get
     for key, value in params.items():
-        kind = PARAM_FIELDS.get(key)
-        if kind == "i":
-            if type(value) is not int or not INT32_MIN <= value <= INT32_MAX:
-                return False
-        elif kind == "f":
-            if type(value) not in (int, float) or not -FLOAT32_MAX <= value <= FLOAT32_MAX:
-                return False
-        else:
-            return False
+        kind = get(key)
+        if kind == "i" and type(value) is int and INT32_MIN <= value <= INT32_MAX:
+            continue
+        if kind == "f" and type(value) in (int, float) and -FLOAT32_MAX <= value <= FLOAT32_MAX:
+            continue
+        return False
     return True
 
 
