@@ -14,6 +14,7 @@ rules that need it. :func:`check_memory_safety` never raises.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from amkspec.ir import Buffer, DType, InstructionKind, MegakernelProgram, Task
@@ -34,16 +35,20 @@ def _records(buffers: Any) -> dict[int, Buffer]:
     return records
 
 
-class _Operands(dict[int, Operand | None]):
-    """Buffer id → its operand view (None for a malformed shape or no buffer), built on first use."""
+class _LazyOperands:
+    """Buffer id → its operand view, built on first use (a program whose tasks share rule keys
+    needs the operands of few buffers)."""
 
     def __init__(self, records: dict[int, Buffer]) -> None:
-        super().__init__()
         self.records = records
+        self.built: dict[int, Operand | None] = {}
 
-    def __missing__(self, bid: int) -> Operand | None:
+    def get(self, bid: int) -> Operand | None:
+        """The operand of buffer ``bid``; None for a malformed shape or no buffer."""
+        if bid in self.built:
+            return self.built[bid]
         buf = self.records.get(bid)
-        operand = self[bid] = buffer_operand(buf) if buf is not None else None
+        operand = self.built[bid] = buffer_operand(buf) if buf is not None else None
         return operand
 
 
@@ -76,22 +81,39 @@ def check_memory_safety(
     ``memo=False`` checks every task; the findings are the same. By default (None) the memo is
     used from :data:`MEMO_MIN_TASKS` tasks on.
     """
-    found: list[Diagnostic] = []
     tasks = prog.tasks if isinstance(prog.tasks, list) else []
     records = _records(prog.buffers)
-    operands = _Operands(records)
-    use_memo = len(tasks) >= MEMO_MIN_TASKS if memo is None else memo
-    kinds = _kinds(records) if use_memo else None
+    if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
+        return _check_memoised(tasks, records)
+    return _check_each(tasks, records)
+
+
+def _check_each(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic]:
+    """Apply the rules to every task."""
+    found: list[Diagnostic] = []
+    operands = {bid: buffer_operand(buf) for bid, buf in records.items()}
+    for task in tasks:
+        ctx = _context(task, operands.get, found)
+        if ctx is not None:
+            check_op(ctx)
+    return found
+
+
+def _check_memoised(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic]:
+    """Apply the rules to every task whose :func:`rule_key` is not that of a clean task before it."""
+    found: list[Diagnostic] = []
+    operand = _LazyOperands(records).get
+    kinds = _kinds(records)
     clean: set[tuple[Any, ...]] = set()
     for task in tasks:
-        key = rule_key(task, kinds) if kinds is not None else None
+        key = rule_key(task, kinds)
         if key is not None:
             try:
                 if key in clean:
                     continue
             except TypeError:  # a param holds a list or dict (FUSED recipes): no memo
                 key = None
-        ctx = _context(task, operands, found)
+        ctx = _context(task, operand, found)
         if ctx is None:
             continue
         before = len(found)
@@ -125,7 +147,9 @@ def rule_key(task: Any, kinds: dict[int, int]) -> tuple[Any, ...] | None:
     return key
 
 
-def _context(task: Any, operands: dict[int, Operand | None], found: list[Diagnostic]) -> OpContext | None:
+def _context(
+    task: Any, operand: Callable[[int], Operand | None], found: list[Diagnostic]
+) -> OpContext | None:
     """The op application of a task, or None when the structure checks must judge it first."""
     if not isinstance(task, Task):
         return None
@@ -134,8 +158,8 @@ def _context(task: Any, operands: dict[int, Operand | None], found: list[Diagnos
         return None
     if not isinstance(params, dict) or not arity_ok(op, len(inputs), len(outputs)):
         return None
-    ins = [operands[i] if type(i) is int else None for i in inputs]
-    outs = [operands[o] if type(o) is int else None for o in outputs]
+    ins = [operand(i) if type(i) is int else None for i in inputs]
+    outs = [operand(o) if type(o) is int else None for o in outputs]
     if None in ins or None in outs:
         return None
     return OpContext(task, op, ins, outs, params, found)  # type: ignore[arg-type]  # no None left
