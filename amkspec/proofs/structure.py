@@ -20,10 +20,12 @@ from amkspec.ir import (
     ABI_MAX_WAITS,
     OP_REGISTRY,
     PARAM_FIELDS,
+    Buffer,
     BufferKind,
     DType,
     InstructionKind,
     MemSpace,
+    OpSpec,
     Page,
     PageAllocation,
     Task,
@@ -76,8 +78,8 @@ def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
     found.extend(check_ids(ix))
     found.extend(check_counter_init(ix))
     found.extend(check_buffers(ix))
-    for pos, task in enumerate(ix.tasks):
-        if task_is_clean(task, ix):
+    for pos in range(ix.n):
+        if task_is_clean(ix, pos):
             continue
         task_found = list(check_task(ix, pos))
         if any(d.severity is Severity.ERROR for d in task_found):
@@ -99,6 +101,9 @@ def check_ids(ix: ProgramIndex) -> Iterator[Diagnostic]:
         ("counter", as_list(prog.counters), "counters"),
         ("task", ix.tasks, "tasks"),
     ):
+        ids = [getattr(rec, "id", None) for rec in records]
+        if ids == list(range(len(ids))) and set(map(type, ids)) <= {int}:
+            continue  # the common case: ids 0, 1, 2, ... (the type test rules out True for 1)
         first: dict[int, int] = {}
         for pos, rec in enumerate(records):
             rid = getattr(rec, "id", None)
@@ -140,6 +145,8 @@ def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 def buffer_problem(buf: Any) -> str | None:
     """Why a buffer record is malformed (spec §1.3), or None."""
+    if _buffer_ok(buf):
+        return None
     for field, enum_type in (("kind", BufferKind), ("dtype", DType), ("space", MemSpace)):
         if not isinstance(getattr(buf, field, None), enum_type):
             return f"{field} {getattr(buf, field, None)!r} is not a {enum_type.__name__}"
@@ -154,18 +161,35 @@ def buffer_problem(buf: Any) -> str | None:
     return None
 
 
+def _buffer_ok(buf: Any) -> bool:
+    """Fast path of :func:`buffer_problem`: True only for a well-formed buffer (most of them)."""
+    if type(buf) is not Buffer:
+        return False
+    if type(buf.kind) is not BufferKind or type(buf.dtype) is not DType or type(buf.space) is not MemSpace:
+        return False
+    shape = buf.shape
+    if type(shape) is not tuple or len(shape) > ABI_MAX_RANK:
+        return False
+    for d in shape:  # noqa: SIM110 - a plain loop is 2-3x faster than all() over a generator
+        if type(d) is not int or not 0 <= d <= INT32_MAX:
+            return False
+    return True
+
+
 def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Every buffer record is well formed (:func:`buffer_problem`, spec §1.3) and fits the
     target's memory (:func:`buffer_cap`, spec §5.2)."""
     cap, where = buffer_cap(ix.prog)
     for buf in as_list(ix.prog.buffers):
+        if _buffer_ok(buf) and _nbytes(buf) <= cap:
+            continue
         problem = buffer_problem(buf)
         bid = getattr(buf, "id", None)
         if problem is not None:
             yield diag(BAD_BUFFER, f"buffer {bid}:{getattr(buf, 'name', '')} {problem}", buffers=[bid])
             continue
-        nbytes = buffer_nbytes(buf)
-        if nbytes is not None and nbytes > cap:
+        nbytes = _nbytes(buf)
+        if nbytes > cap:
             yield diag(
                 BUFFER_TOO_LARGE,
                 f"buffer {bid}:{getattr(buf, 'name', '')} needs {nbytes} bytes, more than {where} ({cap})",
@@ -186,59 +210,78 @@ def buffer_nbytes(buf: Any) -> int | None:
     """Storage bytes of a well-formed buffer, None for a malformed one."""
     if buffer_problem(buf) is not None:
         return None
+    return _nbytes(buf)
+
+
+def _nbytes(buf: Any) -> int:
     return int(buf.dtype.nbytes(math.prod(buf.shape)))
 
 
 # -- tasks -----------------------------------------------------------------------------------
 
 
-def task_is_clean(task: Any, ix: ProgramIndex) -> bool:
-    """Fast path: True iff :func:`check_task` finds nothing (most tasks of a real program)."""
-    if type(task) is not Task or type(task.op) is not InstructionKind:
+def _arity(spec: OpSpec) -> tuple[int, int, int, int, tuple[str, ...]]:
+    """``(lo_in, hi_in, lo_out, hi_out, required)`` of an opcode, its OP_REGISTRY arity within the
+    ABI caps (an empty range when the registry asks for more than the ABI allows)."""
+    hi_in = ABI_MAX_INPUTS if spec.max_inputs == VARIADIC else min(spec.max_inputs, ABI_MAX_INPUTS)
+    n_out = spec.n_outputs
+    lo_out, hi_out = (0, ABI_MAX_OUTPUTS) if n_out == VARIADIC else (n_out, n_out)
+    return spec.min_inputs, hi_in, lo_out, min(hi_out, ABI_MAX_OUTPUTS), spec.required_params
+
+
+_ARITY = {op: _arity(spec) for op, spec in OP_REGISTRY.items()}
+
+
+def task_is_clean(ix: ProgramIndex, pos: int) -> bool:
+    """Fast path: True iff :func:`check_task` finds nothing for the task at ``pos`` (most tasks of a
+    real program). The index's per-task tables say whether every reference resolves: ``inputs``
+    and ``outputs`` keep the known buffer ids (distinct), ``out_counter`` an int id, ``waits``
+    the Wait records with an int counter."""
+    task = ix.tasks[pos]
+    if type(task) is not Task:
         return False
-    spec = OP_REGISTRY.get(task.op)
-    ins, outs, waits, params = task.inputs, task.outputs, task.waits, task.params
-    if spec is None or type(ins) is not list or type(outs) is not list or type(waits) is not list:
+    op, ins, outs, waits, params = task.op, task.inputs, task.outputs, task.waits, task.params
+    if type(op) is not InstructionKind or op not in _ARITY:
         return False
-    n_in = len(ins)
-    if n_in < spec.min_inputs or (spec.max_inputs != VARIADIC and n_in > spec.max_inputs):
+    if type(ins) is not list or type(outs) is not list or type(waits) is not list or type(params) is not dict:
         return False
-    if n_in > ABI_MAX_INPUTS or len(outs) > ABI_MAX_OUTPUTS or len(waits) > ABI_MAX_WAITS:
+    lo_in, hi_in, lo_out, hi_out, required = _ARITY[op]
+    n_in, n_out = len(ins), len(outs)
+    if not (lo_in <= n_in <= hi_in and lo_out <= n_out <= hi_out and len(waits) <= ABI_MAX_WAITS):
         return False
-    if spec.n_outputs != VARIADIC and len(outs) != spec.n_outputs:
+    if (len(ix.inputs[pos]) != n_in or len(ix.outputs[pos]) != n_out) and not _all_buffers(ix, ins + outs):
+        return False  # a buffer id repeats (legal) or one does not resolve
+    counters = ix.counters
+    table = ix.waits[pos]
+    if ix.out_counter[pos] not in counters or len(table) != len(waits):
         return False
-    buffers, counters = ix.buffers, ix.counters
-    for b in ins:
+    for _, c, t in table:
+        if c not in counters or type(t) is not int or not 1 <= t <= INT32_MAX:
+            return False
+    return _params_clean(params, required)
+
+
+def _all_buffers(ix: ProgramIndex, refs: list[Any]) -> bool:
+    buffers = ix.buffers
+    for b in refs:  # noqa: SIM110 - a plain loop is 2-3x faster than all() over a generator
         if type(b) is not int or b not in buffers:
             return False
-    for b in outs:
-        if type(b) is not int or b not in buffers:
-            return False
-    if type(task.out_counter) is not int or task.out_counter not in counters:
-        return False
-    for w in waits:
-        if type(w) is not Wait or type(w.counter) is not int or w.counter not in counters:
-            return False
-        t = w.threshold
-        if type(t) is not int or not 1 <= t <= INT32_MAX:
-            return False
-    return type(params) is dict and _params_clean(params, spec.required_params)
+    return True
 
 
 def _params_clean(params: dict[Any, Any], required: tuple[str, ...]) -> bool:
+    """Every required param is there and every param is known and fits its PARAM_FIELDS type."""
     for name in required:
         if name not in params:
             return False
+    get = PARAM_FIELDS.get
     for key, value in params.items():
-        kind = PARAM_FIELDS.get(key)
-        if kind == "i":
-            if type(value) is not int or not INT32_MIN <= value <= INT32_MAX:
-                return False
-        elif kind == "f":
-            if type(value) not in (int, float) or not -FLOAT32_MAX <= value <= FLOAT32_MAX:
-                return False
-        else:
-            return False
+        kind = get(key)
+        if kind == "i" and type(value) is int and INT32_MIN <= value <= INT32_MAX:
+            continue
+        if kind == "f" and type(value) in (int, float) and -FLOAT32_MAX <= value <= FLOAT32_MAX:
+            continue
+        return False
     return True
 
 
@@ -378,9 +421,10 @@ def check_sm(ix: ProgramIndex) -> Iterator[Diagnostic]:
     target = ix.prog.target
     num_sms = getattr(target, "num_sms", None) if target is not None else None
     limit = num_sms if is_int(num_sms) else None
+    top = INT32_MAX if limit is None else limit - 1
     for pos, task in enumerate(ix.tasks):
         sm = getattr(task, "sm", None)
-        if sm is None:
+        if sm is None or (type(sm) is int and 0 <= sm <= top):
             continue
         if not is_int(sm) or sm < 0 or (limit is not None and sm >= limit):
             where = (

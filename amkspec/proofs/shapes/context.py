@@ -46,18 +46,31 @@ class Operand:
 
 def is_shape(shape: Any) -> bool:
     """A shape the rules can reason about: a tuple of non-negative ints (no bools)."""
-    return isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)
+    if not isinstance(shape, tuple):
+        return False
+    for d in shape:  # noqa: SIM110 - a plain loop is 2-3x faster than all() over a generator
+        if type(d) is not int or d < 0:
+            return False
+    return True
+
+
+def operand_kind(buf: Buffer) -> tuple[tuple[int, ...], DType | None] | None:
+    """What the rules read of a buffer, ``(shape, dtype)`` (dtype None when unknown), or None when
+    its shape is malformed."""
+    shape = buf.shape
+    if not is_shape(shape):
+        return None
+    return shape, buf.dtype if isinstance(buf.dtype, DType) else None
 
 
 def buffer_operand(buf: Buffer) -> Operand | None:
     """The operand view of a buffer, or None when its shape is malformed."""
-    shape = buf.shape
-    if not is_shape(shape):
+    kind = operand_kind(buf)
+    if kind is None:
         return None
-    dtype = buf.dtype if isinstance(buf.dtype, DType) else None
     label = buf.name if isinstance(buf.name, str) else "?"
     buf_id = buf.id if type(buf.id) is int else None
-    return Operand(f"buffer {buf.id}:{label}", shape, dtype, buf_id)
+    return Operand(f"buffer {buf.id}:{label}", kind[0], kind[1], buf_id)
 
 
 def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -> int | None:

@@ -12,10 +12,12 @@ from amkspec.proofs.shapes.context import Checker, OpContext, Rule
 
 @attrs.frozen
 class OpRules:
-    """The rules of one opcode: ``check`` enforces ``rules``."""
+    """The rules of one opcode: ``check`` enforces ``rules``. ``same_buffer``: whether ``check``
+    compares operands' buffer ids (otherwise it reads only their shapes, dtypes and names)."""
 
     check: Checker
     rules: tuple[Rule, ...]
+    same_buffer: bool = False
 
 
 def _nothing(ctx: OpContext) -> None:
@@ -44,10 +46,10 @@ OP_RULES: dict[InstructionKind, OpRules] = {
     _K.DEQUANT: OpRules(linear.check_dequant, linear.DEQUANT_RULES),
     _K.SOFTMAX: OpRules(pointwise.check_softmax, pointwise.SOFTMAX_RULES),
     _K.ALLREDUCE_SHARD: OpRules(pointwise.check_elementwise, pointwise.ELEMENTWISE_RULES),
-    _K.KV_APPEND: OpRules(attention.check_kv_append, attention.KV_APPEND_RULES),
+    _K.KV_APPEND: OpRules(attention.check_kv_append, attention.KV_APPEND_RULES, same_buffer=True),
     _K.SAMPLE_ARGMAX: OpRules(pointwise.check_argmax, pointwise.ARGMAX_RULES),
     _K.ATTENTION_COMBINE: OpRules(attention.check_combine, attention.COMBINE_RULES),
-    _K.FUSED: OpRules(_fused, fused.FUSED_RULES),
+    _K.FUSED: OpRules(_fused, fused.FUSED_RULES, same_buffer=True),
 }
 
 
