@@ -26,6 +26,7 @@ The module is pure Python (no torch, no z3).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -87,9 +88,9 @@ def boxes_meet(a: Box, b: Box) -> bool:
 
 def whole(shape: Sequence[int]) -> Region:
     """Every element of a buffer of ``shape`` (no elements when a dimension is 0)."""
-    if any(d <= 0 for d in shape):
+    if shape and min(shape) <= 0:
         return EMPTY
-    return Region((tuple((0, d) for d in shape),))
+    return Region((tuple(zip(itertools.repeat(0), shape)),))
 
 
 def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
@@ -97,9 +98,9 @@ def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
     if not shape or hi <= lo:
         return EMPTY if shape else whole(shape)
     axis %= len(shape)
-    box = [(0, d) for d in shape]
+    box = list(zip(itertools.repeat(0), shape))
     box[axis] = (max(lo, 0), min(hi, shape[axis]))
-    return _clean(Region((tuple(box),)))
+    return Region((tuple(box),)) if all(a < b for a, b in box) else EMPTY
 
 
 def flat_range(shape: Sequence[int], start: int, stop: int) -> list[Box]:
@@ -129,13 +130,6 @@ def row_prefix(shape: Sequence[int], n_rows: int, width: int, cols: int) -> Regi
     if cols <= 0:
         return EMPTY
     return Region(tuple(b for r in range(n_rows) for b in flat_range(shape, r * width, r * width + cols)))
-
-
-def _clean(region: Region) -> Region:
-    if region.boxes is None:
-        return region
-    boxes = tuple(b for b in region.boxes if all(lo < hi for lo, hi in b))
-    return attrs.evolve(region, boxes=boxes)
 
 
 def union(regions: Sequence[Region]) -> Region:
@@ -302,6 +296,8 @@ def _dim(shape: tuple[int, ...], axis: int) -> int:
 
 
 def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    if shapes and shapes.count(shapes[0]) == len(shapes):
+        return shapes[0]  # equal shapes broadcast to themselves
     rank = max((len(s) for s in shapes), default=0)
     out: list[int] = []
     for axis in range(-rank, 0):
@@ -314,7 +310,7 @@ def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def _storable(value: tuple[int, ...], out: tuple[int, ...]) -> None:
     """``registry.store``: same numel reshapes, otherwise ``copy_`` broadcasting."""
-    if math.prod(value) == math.prod(out):
+    if value == out or math.prod(value) == math.prod(out):
         return
     if len(value) > len(out) or _broadcast(value, out) != out:
         raise _Reject(f"cannot store {value} into {out}")
@@ -781,20 +777,51 @@ def _logical(region: Region, operand: Operand) -> Region:
 
 
 class Memo:
-    """Caches for footprints of many tasks over one buffer table: operands per buffer id and
-    op-level results per (opcode, params, operands). Params holding unhashable values
-    (FUSED recipes) are not cached."""
+    """Caches for footprints of many tasks over one buffer table (one program, one pass).
+
+    Every distinct :class:`Operand` is interned to a small int code (``operands[code]``), once
+    per buffer id and once per buffer (shape, dtype); op-level results are then keyed by
+    ``(opcode, params items, input codes, output codes)``, plain tuples that hash and compare
+    without calling attrs methods. Params holding unhashable values (FUSED recipes) are not
+    cached. Params that compare equal (``1``, ``1.0``, ``True``) share an entry: every rule
+    reads a non-recipe param through ``int()``, so equal values give equal footprints.
+    """
 
     def __init__(self) -> None:
-        self.operands: dict[int, Operand | None] = {}
-        self.tuples: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[Operand | None, ...], bool]] = {}
-        self.ops: dict[InstructionKind, dict[Any, tuple[list[Region], list[Region]]]] = {}
+        self.operands: list[Operand] = []
+        self.codes: dict[Operand, int] = {}
+        self.by_buffer: dict[int, int | None] = {}
+        self.by_shape: dict[tuple[tuple[int, ...], DType], int] = {}
+        self.ops: dict[tuple[Any, ...], tuple[list[Region], list[Region]]] = {}
+
+    def code(self, bid: int, buffers: Mapping[int, Buffer]) -> int | None:
+        """The code of buffer ``bid``'s operand (None when its shape or dtype is unusable)."""
+        if bid in self.by_buffer:
+            return self.by_buffer[bid]
+        buf = buffers[bid]
+        shape, dtype = getattr(buf, "shape", None), getattr(buf, "dtype", None)
+        code: int | None = None
+        if isinstance(shape, tuple) and isinstance(dtype, DType) and _is_shape(shape):
+            key = (shape if type(shape) is tuple else tuple(shape), dtype)  # exact ints: no 1 == True
+            code = self.by_shape.get(key)
+            if code is None:
+                operand = Operand.of_buffer(buf)
+                if operand is not None:
+                    code = self.by_shape[key] = self.intern(operand)
+        self.by_buffer[bid] = code
+        return code
+
+    def intern(self, operand: Operand) -> int:
+        """The code of ``operand`` (a new one the first time its value is seen)."""
+        code = self.codes.get(operand)
+        if code is None:
+            code = self.codes[operand] = len(self.operands)
+            self.operands.append(operand)
+        return code
 
 
-def _operand(bid: int, buffers: Mapping[int, Buffer], memo: Memo) -> Operand | None:
-    if bid not in memo.operands:
-        memo.operands[bid] = Operand.of_buffer(buffers[bid])
-    return memo.operands[bid]
+def _is_shape(shape: tuple[Any, ...]) -> bool:
+    return all(type(d) is int and d >= 0 for d in shape)
 
 
 TaskRegions = tuple[tuple[int, ...], list[Region], tuple[int, ...], list[Region]]
@@ -804,48 +831,50 @@ TaskRegions = tuple[tuple[int, ...], list[Region], tuple[int, ...], list[Region]
 def task_regions(task: Any, buffers: Mapping[int, Buffer], memo: Memo) -> TaskRegions:
     """Per operand position, the regions of :func:`task_footprint` (the validator's fast path)."""
     op, params = getattr(task, "op", None), getattr(task, "params", None)
-    ids_in, ins, ok_in = _operands(getattr(task, "inputs", None), buffers, memo)
-    ids_out, outs, ok_out = _operands(getattr(task, "outputs", None), buffers, memo)
-    if not (ok_in and ok_out and isinstance(op, InstructionKind) and isinstance(params, Mapping)):
+    ids_in, codes_in = _operands(getattr(task, "inputs", None), buffers, memo)
+    ids_out, codes_out = _operands(getattr(task, "outputs", None), buffers, memo)
+    if (
+        codes_in is None
+        or codes_out is None
+        or type(op) is not InstructionKind
+        or not (type(params) is dict or isinstance(params, Mapping))
+    ):
         return ids_in, [MALFORMED] * len(ids_in), ids_out, [MALFORMED] * len(ids_out)
-    table = memo.ops.get(op)
-    if table is None:
-        table = memo.ops[op] = {}
     try:
-        key: Any = (tuple(params.items()), ins, outs)
-        cached = table.get(key)
+        key: Any = (op, tuple(params.items()), codes_in, codes_out)
+        cached = memo.ops.get(key)
     except TypeError:
         key, cached = None, None
     if cached is None:
-        reads, writes = op_footprint(op, params, ins, outs)  # type: ignore[arg-type]  # ok_* holds
+        ins = [memo.operands[c] for c in codes_in]
+        outs = [memo.operands[c] for c in codes_out]
+        reads, writes = op_footprint(op, params, ins, outs)
         cached = (
-            [_logical(r, o) for r, o in zip(reads, ins, strict=True)],  # type: ignore[arg-type]
-            [_logical(w, o) for w, o in zip(writes, outs, strict=True)],  # type: ignore[arg-type]
+            [_logical(r, o) for r, o in zip(reads, ins, strict=True)],
+            [_logical(w, o) for w, o in zip(writes, outs, strict=True)],
         )
         if key is not None:
-            table[key] = cached
+            memo.ops[key] = cached
     return ids_in, cached[0], ids_out, cached[1]
 
 
 def _operands(
     value: Any, buffers: Mapping[int, Buffer], memo: Memo
-) -> tuple[tuple[int, ...], tuple[Operand | None, ...], bool]:
-    """Known ids of an operand list, their operands, and whether every entry was a usable buffer."""
-    try:
-        raw = tuple(value) if isinstance(value, (list, tuple)) else ()
-        found = memo.tuples.get(raw)
-    except TypeError:
-        raw, found = (), None
-        value = None
-    if found is None:
-        ids = tuple([v for v in raw if type(v) is int and v in buffers])
-        known = memo.operands
-        ops = tuple([known[b] if b in known else _operand(b, buffers, memo) for b in ids])
-        ok = isinstance(value, (list, tuple)) and len(ids) == len(raw) and None not in ops
-        found = (ids, ops, ok)
-        if value is not None:
-            memo.tuples[raw] = found
-    return found
+) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """Known ids of an operand list and their operand codes (None unless every entry is a
+    usable buffer)."""
+    if not isinstance(value, (list, tuple)):
+        return (), None
+    known = memo.by_buffer
+    ids: list[int] = []
+    codes: list[int | None] = []
+    for bid in value:  # a loop, not comprehensions: most lists hold one to three ids
+        if type(bid) is int and bid in buffers:
+            ids.append(bid)
+            codes.append(known[bid] if bid in known else memo.code(bid, buffers))
+    if len(ids) != len(value) or None in codes:
+        return tuple(ids), None
+    return tuple(ids), tuple(codes)  # type: ignore[arg-type]  # None is not in codes
 
 
 MALFORMED = Region(None, exact=False, note="the task's opcode, params or operands are malformed")
