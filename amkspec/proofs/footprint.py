@@ -179,22 +179,35 @@ def _uncovered_on_one_axis(
 ) -> list[Box] | None:
     """The common case (column tiles): every box spans its buffer on all axes but one, so the
     gaps are a 1-D interval merge; None when that does not hold."""
-    if len(left) != 1 or not shape or any(c.boxes is None for c in covers):
+    if len(left) != 1 or not shape:
         return None
-    boxes = [b for c in covers for b in c.boxes or ()]
-    full = tuple((0, d) for d in shape)
-    head = full[:-1]
-    if all(b[:-1] == head and len(b) == len(full) for b in boxes) and left[0][:-1] == head:
-        axis = len(shape) - 1  # column tiles: only the last axis varies
+    full = tuple(zip(itertools.repeat(0), shape))
+    head, rank = full[:-1], len(full)
+    boxes: list[Box] = []
+    spans: list[Interval] | None = [] if left[0][:-1] == head else None
+    for cover in covers:
+        if cover.boxes is None:
+            return None
+        for b in cover.boxes:
+            boxes.append(b)
+            if spans is not None:
+                if len(b) == rank and b[:-1] == head:
+                    spans.append(b[-1])
+                else:
+                    spans = None
+    if spans is not None:
+        axis = rank - 1  # column tiles: only the last axis varies
     else:
         axes = {a for b in (*boxes, left[0]) for a, iv in enumerate(b) if iv != full[a]}
         if len(axes) > 1 or any(len(b) != len(shape) for b in (*boxes, left[0])):
             return None
         axis = axes.pop() if axes else len(shape) - 1
+        spans = [b[axis] for b in boxes]
+    spans.sort()
     lo, hi = left[0][axis]
     gaps: list[Box] = []
     at = lo
-    for start, end in sorted(b[axis] for b in boxes):
+    for start, end in spans:
         if start > at:
             gaps.append((*full[:axis], (at, min(start, hi)), *full[axis + 1 :]))
         at = max(at, end)
@@ -209,8 +222,11 @@ def first_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
     """Indices ``(i, j)``, ``i < j``, of two overlapping regions of one buffer, or None.
 
     A sweep along the axis with the most distinct box starts; quadratic only when many
-    boxes overlap on that axis.
+    boxes overlap on that axis. Tiles of one box each that differ only on the last axis
+    (column tiles) are first checked by sorting their intervals.
     """
+    if _disjoint_tiles(regions):
+        return None
     items: list[tuple[Box, int]] = []
     for i, region in enumerate(regions):
         if region.boxes is None:
@@ -237,6 +253,30 @@ def first_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
                 return (min(o, owner), max(o, owner))
         active.append((box, owner))
     return None
+
+
+def _disjoint_tiles(regions: Sequence[Region]) -> bool:
+    """True when every region is one box, the boxes agree on every axis but the last, and their
+    last-axis intervals are pairwise disjoint (then no two regions overlap); False when unsure."""
+    spans: list[Interval] = []
+    head: Box | None = None
+    for region in regions:
+        boxes = region.boxes
+        if boxes is None or len(boxes) != 1 or not boxes[0]:
+            return False
+        box = boxes[0]
+        if head is None:
+            head = box[:-1]
+        elif box[:-1] != head or len(box) != len(head) + 1:
+            return False
+        spans.append(box[-1])
+    spans.sort()
+    end = spans[0][0] if spans else 0
+    for lo, hi in spans:
+        if lo < end:
+            return False
+        end = max(end, hi)
+    return True
 
 
 # -- operands --------------------------------------------------------------------------------

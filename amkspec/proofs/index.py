@@ -77,6 +77,7 @@ class ProgramIndex:
         self._reach: Reachability | None = None
         self._memo = Memo()
         self._regions: list[TaskRegions | None] = [None] * n
+        self._writes: dict[int, list[Region]] = {}
 
     def _index_tasks(self) -> None:
         buffers, readers, writers, producers = self.buffers, self.readers, self.writers, self.producers
@@ -149,6 +150,16 @@ class ProgramIndex:
         """Elements of buffer ``bid`` the task at ``pos`` writes (spec §3.3)."""
         _, _, ids, writes = self.regions(pos)
         return region_of(ids, writes, bid) if bid in ids else EMPTY
+
+    def write_regions(self, bid: int) -> list[Region]:
+        """``write_region(w, bid)`` for every ``w`` in ``writers[bid]``, in that order (computed once)."""
+        found = self._writes.get(bid)
+        if found is None:
+            found = self._writes[bid] = []
+            for w in self.writers.get(bid, ()):
+                _, _, ids, writes = self.regions(w)
+                found.append(region_of(ids, writes, bid))
+        return found
 
     @property
     def acyclic(self) -> bool:
