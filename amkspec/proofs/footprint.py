@@ -225,8 +225,11 @@ def first_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
     boxes overlap on that axis. Tiles of one box each that differ only on the last axis
     (column tiles) are first checked by sorting their intervals.
     """
-    if _disjoint_tiles(regions):
-        return None
+    return None if _disjoint_tiles(regions) else _sweep_overlap(regions)
+
+
+def _sweep_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
+    """:func:`first_overlap` without the column-tiles shortcut."""
     items: list[tuple[Box, int]] = []
     for i, region in enumerate(regions):
         if region.boxes is None:
@@ -267,7 +270,7 @@ def _disjoint_tiles(regions: Sequence[Region]) -> bool:
         box = boxes[0]
         if head is None:
             head = box[:-1]
-        elif box[:-1] != head or len(box) != len(head) + 1:
+        elif box[:-1] != head:
             return False
         spans.append(box[-1])
     spans.sort()
@@ -906,6 +909,12 @@ def _operands(
     if not isinstance(value, (list, tuple)):
         return (), None
     known = memo.by_buffer
+    if len(value) == 1:  # most output lists
+        (bid,) = value
+        if type(bid) is not int or bid not in buffers:
+            return (), None
+        code = known[bid] if bid in known else memo.code(bid, buffers)
+        return (bid,), None if code is None else (code,)
     ids: list[int] = []
     codes: list[int | None] = []
     for bid in value:  # a loop, not comprehensions: most lists hold one to three ids

@@ -156,9 +156,10 @@ class ProgramIndex:
         found = self._writes.get(bid)
         if found is None:
             found = self._writes[bid] = []
+            regions = self.regions
             for w in self.writers.get(bid, ()):
-                _, _, ids, writes = self.regions(w)
-                found.append(region_of(ids, writes, bid))
+                _, _, ids, writes = regions(w)  # ``bid`` is among ``ids``
+                found.append(writes[0] if len(ids) == 1 else region_of(ids, writes, bid))
         return found
 
     @property
