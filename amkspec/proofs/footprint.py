@@ -98,9 +98,12 @@ def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
     if not shape or hi <= lo:
         return EMPTY if shape else whole(shape)
     axis %= len(shape)
+    lo, hi = max(lo, 0), min(hi, shape[axis])
+    if lo >= hi or min(shape) <= 0:
+        return EMPTY
     box = list(zip(itertools.repeat(0), shape))
-    box[axis] = (max(lo, 0), min(hi, shape[axis]))
-    return Region((tuple(box),)) if all(a < b for a, b in box) else EMPTY
+    box[axis] = (lo, hi)
+    return Region((tuple(box),))
 
 
 def flat_range(shape: Sequence[int], start: int, stop: int) -> list[Box]:
@@ -134,6 +137,10 @@ def row_prefix(shape: Sequence[int], n_rows: int, width: int, cols: int) -> Regi
 
 def union(regions: Sequence[Region]) -> Region:
     """The union of regions of one buffer (exact only if all are)."""
+    first = regions[0] if regions else None
+    if first is not None and all(r == first for r in regions):  # e.g. one operand named twice
+        boxes = first.boxes
+        return Region(boxes if boxes is None else tuple(dict.fromkeys(boxes)), first.exact, first.note)
     if any(r.boxes is None for r in regions):
         notes = "; ".join(sorted({r.note for r in regions if r.note}))
         return Region(None, exact=all(r.exact for r in regions), note=notes)
@@ -215,7 +222,7 @@ def _uncovered_on_one_axis(
             break
     if at < hi:
         gaps.append((*full[:axis], (at, hi), *full[axis + 1 :]))
-    return [g for g in gaps if g[axis][0] < g[axis][1]]
+    return [g for g in gaps if g[axis][0] < g[axis][1]] if gaps else gaps
 
 
 def first_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
@@ -581,7 +588,8 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
     x, out = ins[0].stored, outs[0].stored
     n_off = _param(params, "n_off", lambda: 0)
     k_x = _dim(x, -1)
-    if _param(params, "qdtype", lambda: 0) in (DType.I8, DType.I4) and len(ins) >= 3:
+    qdtype = _param(params, "qdtype", lambda: 0)
+    if qdtype in (DType.I8, DType.I4) and len(ins) >= 3:
         n_tile = _param(params, "N_tile", lambda: _dim(ins[2].stored, 0))
         k = _param(params, "K", lambda: k_x)
         group = _param(params, "group", lambda: k)
@@ -590,8 +598,8 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
         qw = ins[1].stored
         if len(qw) != 2 or any(len(op.stored) != 2 for op in ins[2:4]):
             raise _Reject("quantized operands are not 2-D")
-        q_cols = -(-k // 2) if _param(params, "qdtype", lambda: 0) == DType.I4 else k
-        if (qw[-1] * 2 if _param(params, "qdtype", lambda: 0) == DType.I4 else qw[-1]) < k:
+        q_cols = -(-k // 2) if qdtype == DType.I4 else k
+        if (qw[-1] * 2 if qdtype == DType.I4 else qw[-1]) < k:
             raise _Reject("quantized W holds fewer than K columns")
         tables = [_tile_rows(op, n_off, n_tile, "scales") for op in ins[2:4]]
         groups = [_group_cols(op, (op.stored[0],), k, group) for op in ins[2:4]]
