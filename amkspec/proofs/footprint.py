@@ -60,11 +60,14 @@ class Region:
 
     def overlaps(self, other: Region) -> bool:
         """Whether the two regions of one buffer share an element."""
-        if self.is_empty or other.is_empty:
-            return False
-        if self.boxes is None or other.boxes is None:
-            return True
-        return any(boxes_meet(a, b) for a in self.boxes for b in other.boxes)
+        mine, theirs = self.boxes, other.boxes
+        if mine is None or theirs is None:
+            return mine != () and theirs != ()  # unknown meets anything but the empty region
+        for a in mine:
+            for b in theirs:
+                if boxes_meet(a, b):
+                    return True
+        return False
 
     def describe(self) -> str:
         """Short text: ``all``, ``none`` or the boxes as ``[a:b, c:d]``."""
@@ -83,7 +86,10 @@ UNKNOWN = Region(None, exact=False, note="shape unknown")
 
 def boxes_meet(a: Box, b: Box) -> bool:
     """Two boxes of one buffer intersect (every dimension overlaps; no dimension empty)."""
-    return all(x0 < y1 and y0 < x1 and x0 < x1 and y0 < y1 for (x0, x1), (y0, y1) in zip(a, b, strict=False))
+    for (x0, x1), (y0, y1) in zip(a, b, strict=False):  # noqa: SIM110 - a loop: no generator on a hot path
+        if not (x0 < y1 and y0 < x1 and x0 < x1 and y0 < y1):
+            return False
+    return True
 
 
 def whole(shape: Sequence[int]) -> Region:

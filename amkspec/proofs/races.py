@@ -127,10 +127,10 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         return
     pending: list[tuple[int, int, list[int]]] = []
     queries: list[tuple[int, int]] = []
-    out_counter = ix.out_counter
+    out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
     for bid, readers in ix.readers.items():
-        kind = _kind(ix, bid)
-        if kind is None or kind in READONLY_KINDS:
+        kind = getattr(buffers[bid], "kind", None)
+        if type(kind) is not BufferKind or kind in READONLY_KINDS:
             continue
         writers = ix.writers.get(bid, [])
         if not writers:
@@ -138,21 +138,23 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 yield from _never_produced(ix, bid, kind, readers)
             continue
         lone = writers[0] if len(writers) == 1 else None
-        signals = {out_counter[w] for w in writers}
-        signal = signals.pop() if len(signals) == 1 else None
+        if lone is not None:
+            signal = out_counter[lone]
+        else:
+            signals = {out_counter[w] for w in writers}
+            signal = signals.pop() if len(signals) == 1 else None
+        if signal is not None:  # skip readers that wait on the one counter every writer signals
+            readers = [r for r in readers if r == lone or signal not in wait_counters[r]]
         for r in readers:
             if r == lone:  # no other writer
                 if kind is not BufferKind.KV_CACHE and not ix.read_region(r, bid).is_empty:
                     yield _self_read(ix, r, bid)
                 continue
-            waited = ix.wait_counters[r]
-            if signal is not None and signal in waited:
-                continue  # every writer signals the one counter the reader waits on
-            others = [w for w in writers if w != r]
-            unresolved = [w for w in others if out_counter[w] not in waited]
+            waited = wait_counters[r]
+            unresolved = [i for i, w in enumerate(writers) if w != r and out_counter[w] not in waited]
             if unresolved:
-                read = ix.read_region(r, bid)
-                unresolved = [w for w in unresolved if read.overlaps(ix.write_region(w, bid))]
+                read, written = ix.read_region(r, bid), ix.write_regions(bid)
+                unresolved = [writers[i] for i in unresolved if read.overlaps(written[i])]
             if unresolved:
                 pending.append((r, bid, unresolved))
                 queries.extend((w, r) for w in unresolved)
