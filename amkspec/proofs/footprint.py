@@ -298,6 +298,10 @@ def _disjoint_tiles(regions: Sequence[Region]) -> bool:
 # -- operands --------------------------------------------------------------------------------
 
 
+def _is_shape(shape: tuple[Any, ...]) -> bool:
+    return all(type(d) is int and d >= 0 for d in shape)
+
+
 @attrs.frozen(cache_hash=True)
 class Operand:
     """What the semantics see of a bound tensor: its stored shape and whether it is ``uint8``.
@@ -312,10 +316,13 @@ class Operand:
     @classmethod
     def of_buffer(cls, buf: Buffer) -> Operand | None:
         shape, dtype = getattr(buf, "shape", None), getattr(buf, "dtype", None)
-        if not isinstance(shape, tuple) or not all(type(d) is int and d >= 0 for d in shape):
+        if not isinstance(shape, tuple) or not _is_shape(shape) or not isinstance(dtype, DType):
             return None
-        if not isinstance(dtype, DType):
-            return None
+        return cls.of_shape(shape, dtype)
+
+    @classmethod
+    def of_shape(cls, shape: tuple[int, ...], dtype: DType) -> Operand:
+        """The operand of a buffer whose ``shape`` holds only non-negative ints."""
         stored = (*shape[:-1], (shape[-1] + 1) // 2) if dtype is DType.I4 and shape else shape
         return cls(stored, dtype in (DType.I4, DType.U8), shape)
 
@@ -846,7 +853,7 @@ class Memo:
 
     def __init__(self) -> None:
         self.operands: list[Operand] = []
-        self.codes: dict[Operand, int] = {}
+        self.codes: dict[tuple[tuple[int, ...], bool, tuple[int, ...]], int] = {}
         self.by_buffer: dict[int, int | None] = {}
         self.by_shape: dict[tuple[tuple[int, ...], DType], int] = {}
         self.ops: dict[tuple[Any, ...], tuple[list[Region], list[Region]]] = {}
@@ -862,23 +869,18 @@ class Memo:
             key = (shape if type(shape) is tuple else tuple(shape), dtype)  # exact ints: no 1 == True
             code = self.by_shape.get(key)
             if code is None:
-                operand = Operand.of_buffer(buf)
-                if operand is not None:
-                    code = self.by_shape[key] = self.intern(operand)
+                code = self.by_shape[key] = self.intern(Operand.of_shape(shape, dtype))
         self.by_buffer[bid] = code
         return code
 
     def intern(self, operand: Operand) -> int:
         """The code of ``operand`` (a new one the first time its value is seen)."""
-        code = self.codes.get(operand)
+        value = (operand.stored, operand.uint8, operand.logical)
+        code = self.codes.get(value)
         if code is None:
-            code = self.codes[operand] = len(self.operands)
+            code = self.codes[value] = len(self.operands)
             self.operands.append(operand)
         return code
-
-
-def _is_shape(shape: tuple[Any, ...]) -> bool:
-    return all(type(d) is int and d >= 0 for d in shape)
 
 
 TaskRegions = tuple[tuple[int, ...], list[Region], tuple[int, ...], list[Region]]
