@@ -62,7 +62,7 @@ class Region:
         """Whether the two regions of one buffer share an element."""
         mine, theirs = self.boxes, other.boxes
         if mine is None or theirs is None:
-            return mine != () and theirs != ()  # unknown meets anything but the empty region
+            return not (self.is_empty or other.is_empty)  # unknown meets anything non-empty
         for a in mine:
             for b in theirs:
                 if boxes_meet(a, b):
