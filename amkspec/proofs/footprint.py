@@ -848,7 +848,9 @@ class Memo:
     ``(opcode, params items, input codes, output codes)``, plain tuples that hash and compare
     without calling attrs methods. Params holding unhashable values (FUSED recipes) are not
     cached. Params that compare equal (``1``, ``1.0``, ``True``) share an entry: every rule
-    reads a non-recipe param through ``int()``, so equal values give equal footprints.
+    reads a non-recipe param through ``int()``, so equal values give equal regions (only the
+    rejection note of a non-int could differ, for equal values of different repr such as
+    ``Decimal('inf')`` and ``inf``, which no JSON document holds).
     """
 
     def __init__(self) -> None:
