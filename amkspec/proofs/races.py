@@ -384,27 +384,33 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
     if alloc is None or not ix.acyclic or not isinstance(getattr(alloc, "buffer_to_page", None), dict):
         return
     pages = page_index(ix)
+    writers: dict[int, list[int]] = {}
     occupants: dict[int, list[int]] = {}
     for bid, pid in alloc.buffer_to_page.items():
-        if is_int(bid) and bid in ix.buffers and is_int(pid) and pid in pages and _writers(ix, bid):
-            occupants.setdefault(pid, []).append(bid)
+        if is_int(bid) and bid in ix.buffers and is_int(pid) and pid in pages:
+            found = writers[bid] = _writers(ix, bid)
+            if found:
+                occupants.setdefault(pid, []).append(bid)
+    uses: dict[int, list[int]] = {}
     rank = ix.reach.rank
     checks: list[tuple[int, int, int]] = []
     queries: list[tuple[int, int]] = []
     failed: list[tuple[int, int, int, int, int]] = []
     for pid, bids in occupants.items():
-        bids.sort(key=lambda b: min(rank[w] for w in _writers(ix, b)))
+        bids.sort(key=lambda b: min(rank[w] for w in writers[b]))
         for a, b in itertools.pairwise(bids):
-            last_use = max(_uses(ix, a), key=rank.__getitem__)
-            first_write = min(_writers(ix, b), key=rank.__getitem__)
+            if a not in uses:
+                uses[a] = _uses(ix, a, writers[a])
+            last_use = max(uses[a], key=rank.__getitem__)
+            first_write = min(writers[b], key=rank.__getitem__)
             if rank[last_use] >= rank[first_write]:
                 failed.append((pid, a, b, last_use, first_write))
                 continue
             checks.append((pid, a, b))
-            queries.extend((u, w) for u in _uses(ix, a) for w in _writers(ix, b))
+            queries.extend((u, w) for u in uses[a] for w in writers[b])
     ordered = ix.reach.ancestors(queries)
     for pid, a, b in checks:
-        bad = next(((u, w) for u in _uses(ix, a) for w in _writers(ix, b) if (u, w) not in ordered), None)
+        bad = next(((u, w) for u in uses[a] for w in writers[b] if (u, w) not in ordered), None)
         if bad is not None:
             failed.append((pid, a, b, *bad))
     for pid, a, b, u, w in sorted(failed):
@@ -417,10 +423,10 @@ def _writers(ix: ProgramIndex, bid: int) -> list[int]:
     return [w for w, reg in zip(ix.writers.get(bid, []), regions, strict=True) if not reg.is_empty]
 
 
-def _uses(ix: ProgramIndex, bid: int) -> list[int]:
-    """Tasks that read or write at least one element of ``bid``."""
+def _uses(ix: ProgramIndex, bid: int, writers: list[int]) -> list[int]:
+    """Tasks that read or write at least one element of ``bid`` (``writers``: its :func:`_writers`)."""
     readers = [r for r in ix.readers.get(bid, []) if not ix.read_region(r, bid).is_empty]
-    return sorted(set(readers) | set(_writers(ix, bid)))
+    return sorted(set(readers) | set(writers))
 
 
 def _clobber(ix: ProgramIndex, pid: int, a: int, b: int, u: int, w: int) -> Diagnostic:
