@@ -407,12 +407,13 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 failed.append((pid, a, b, last_use, first_write))
                 continue
             checks.append((pid, a, b))
-            queries.extend((u, w) for u in uses[a] for w in writers[b])
+            queries.extend(itertools.product(uses[a], writers[b]))
     ordered = ix.reach.ancestors(queries)
     for pid, a, b in checks:
-        bad = next(((u, w) for u in uses[a] for w in writers[b] if (u, w) not in ordered), None)
-        if bad is not None:
-            failed.append((pid, a, b, *bad))
+        if ordered.issuperset(itertools.product(uses[a], writers[b])):
+            continue
+        bad = next(pair for pair in itertools.product(uses[a], writers[b]) if pair not in ordered)
+        failed.append((pid, a, b, *bad))
     for pid, a, b, u, w in sorted(failed):
         yield _clobber(ix, pid, a, b, u, w)
 
