@@ -26,6 +26,7 @@ The module is pure Python (no torch, no z3).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -59,11 +60,14 @@ class Region:
 
     def overlaps(self, other: Region) -> bool:
         """Whether the two regions of one buffer share an element."""
-        if self.is_empty or other.is_empty:
-            return False
-        if self.boxes is None or other.boxes is None:
-            return True
-        return any(boxes_meet(a, b) for a in self.boxes for b in other.boxes)
+        mine, theirs = self.boxes, other.boxes
+        if mine is None or theirs is None:
+            return not (self.is_empty or other.is_empty)  # unknown meets anything non-empty
+        for a in mine:
+            for b in theirs:
+                if boxes_meet(a, b):
+                    return True
+        return False
 
     def describe(self) -> str:
         """Short text: ``all``, ``none`` or the boxes as ``[a:b, c:d]``."""
@@ -82,14 +86,17 @@ UNKNOWN = Region(None, exact=False, note="shape unknown")
 
 def boxes_meet(a: Box, b: Box) -> bool:
     """Two boxes of one buffer intersect (every dimension overlaps; no dimension empty)."""
-    return all(x0 < y1 and y0 < x1 and x0 < x1 and y0 < y1 for (x0, x1), (y0, y1) in zip(a, b, strict=False))
+    for (x0, x1), (y0, y1) in zip(a, b, strict=False):  # noqa: SIM110 - a loop: no generator on a hot path
+        if not (x0 < y1 and y0 < x1 and x0 < x1 and y0 < y1):
+            return False
+    return True
 
 
 def whole(shape: Sequence[int]) -> Region:
     """Every element of a buffer of ``shape`` (no elements when a dimension is 0)."""
-    if any(d <= 0 for d in shape):
+    if shape and min(shape) <= 0:
         return EMPTY
-    return Region((tuple((0, d) for d in shape),))
+    return Region((tuple(zip(itertools.repeat(0), shape)),))
 
 
 def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
@@ -97,9 +104,12 @@ def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
     if not shape or hi <= lo:
         return EMPTY if shape else whole(shape)
     axis %= len(shape)
-    box = [(0, d) for d in shape]
-    box[axis] = (max(lo, 0), min(hi, shape[axis]))
-    return _clean(Region((tuple(box),)))
+    lo, hi = max(lo, 0), min(hi, shape[axis])
+    if lo >= hi or min(shape) <= 0:
+        return EMPTY
+    box = list(zip(itertools.repeat(0), shape))
+    box[axis] = (lo, hi)
+    return Region((tuple(box),))
 
 
 def flat_range(shape: Sequence[int], start: int, stop: int) -> list[Box]:
@@ -131,15 +141,12 @@ def row_prefix(shape: Sequence[int], n_rows: int, width: int, cols: int) -> Regi
     return Region(tuple(b for r in range(n_rows) for b in flat_range(shape, r * width, r * width + cols)))
 
 
-def _clean(region: Region) -> Region:
-    if region.boxes is None:
-        return region
-    boxes = tuple(b for b in region.boxes if all(lo < hi for lo, hi in b))
-    return attrs.evolve(region, boxes=boxes)
-
-
 def union(regions: Sequence[Region]) -> Region:
     """The union of regions of one buffer (exact only if all are)."""
+    first = regions[0] if regions else None
+    if first is not None and all(r == first for r in regions):  # e.g. one operand named twice
+        boxes = first.boxes
+        return Region(boxes if boxes is None else tuple(dict.fromkeys(boxes)), first.exact, first.note)
     if any(r.boxes is None for r in regions):
         notes = "; ".join(sorted({r.note for r in regions if r.note}))
         return Region(None, exact=all(r.exact for r in regions), note=notes)
@@ -185,22 +192,35 @@ def _uncovered_on_one_axis(
 ) -> list[Box] | None:
     """The common case (column tiles): every box spans its buffer on all axes but one, so the
     gaps are a 1-D interval merge; None when that does not hold."""
-    if len(left) != 1 or not shape or any(c.boxes is None for c in covers):
+    if len(left) != 1 or not shape:
         return None
-    boxes = [b for c in covers for b in c.boxes or ()]
-    full = tuple((0, d) for d in shape)
-    head = full[:-1]
-    if all(b[:-1] == head and len(b) == len(full) for b in boxes) and left[0][:-1] == head:
-        axis = len(shape) - 1  # column tiles: only the last axis varies
+    full = tuple(zip(itertools.repeat(0), shape))
+    head, rank = full[:-1], len(full)
+    boxes: list[Box] = []
+    spans: list[Interval] | None = [] if left[0][:-1] == head else None
+    for cover in covers:
+        if cover.boxes is None:
+            return None
+        for b in cover.boxes:
+            boxes.append(b)
+            if spans is not None:
+                if len(b) == rank and b[:-1] == head:
+                    spans.append(b[-1])
+                else:
+                    spans = None
+    if spans is not None:
+        axis = rank - 1  # column tiles: only the last axis varies
     else:
         axes = {a for b in (*boxes, left[0]) for a, iv in enumerate(b) if iv != full[a]}
         if len(axes) > 1 or any(len(b) != len(shape) for b in (*boxes, left[0])):
             return None
         axis = axes.pop() if axes else len(shape) - 1
+        spans = [b[axis] for b in boxes]
+    spans.sort()
     lo, hi = left[0][axis]
     gaps: list[Box] = []
     at = lo
-    for start, end in sorted(b[axis] for b in boxes):
+    for start, end in spans:
         if start > at:
             gaps.append((*full[:axis], (at, min(start, hi)), *full[axis + 1 :]))
         at = max(at, end)
@@ -208,15 +228,21 @@ def _uncovered_on_one_axis(
             break
     if at < hi:
         gaps.append((*full[:axis], (at, hi), *full[axis + 1 :]))
-    return [g for g in gaps if g[axis][0] < g[axis][1]]
+    return [g for g in gaps if g[axis][0] < g[axis][1]] if gaps else gaps
 
 
 def first_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
     """Indices ``(i, j)``, ``i < j``, of two overlapping regions of one buffer, or None.
 
     A sweep along the axis with the most distinct box starts; quadratic only when many
-    boxes overlap on that axis.
+    boxes overlap on that axis. Tiles of one box each that differ only on the last axis
+    (column tiles) are first checked by sorting their intervals.
     """
+    return None if _disjoint_tiles(regions) else _sweep_overlap(regions)
+
+
+def _sweep_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
+    """:func:`first_overlap` without the column-tiles shortcut."""
     items: list[tuple[Box, int]] = []
     for i, region in enumerate(regions):
         if region.boxes is None:
@@ -245,7 +271,35 @@ def first_overlap(regions: Sequence[Region]) -> tuple[int, int] | None:
     return None
 
 
+def _disjoint_tiles(regions: Sequence[Region]) -> bool:
+    """True when every region is one box, the boxes agree on every axis but the last, and their
+    last-axis intervals are pairwise disjoint (then no two regions overlap); False when unsure."""
+    spans: list[Interval] = []
+    head: Box | None = None
+    for region in regions:
+        boxes = region.boxes
+        if boxes is None or len(boxes) != 1 or not boxes[0]:
+            return False
+        box = boxes[0]
+        if head is None:
+            head = box[:-1]
+        elif box[:-1] != head:
+            return False
+        spans.append(box[-1])
+    spans.sort()
+    end = spans[0][0] if spans else 0
+    for lo, hi in spans:
+        if lo < end:
+            return False
+        end = max(end, hi)
+    return True
+
+
 # -- operands --------------------------------------------------------------------------------
+
+
+def _is_shape(shape: tuple[Any, ...]) -> bool:
+    return all(type(d) is int and d >= 0 for d in shape)
 
 
 @attrs.frozen(cache_hash=True)
@@ -262,10 +316,13 @@ class Operand:
     @classmethod
     def of_buffer(cls, buf: Buffer) -> Operand | None:
         shape, dtype = getattr(buf, "shape", None), getattr(buf, "dtype", None)
-        if not isinstance(shape, tuple) or not all(type(d) is int and d >= 0 for d in shape):
+        if not isinstance(shape, tuple) or not _is_shape(shape) or not isinstance(dtype, DType):
             return None
-        if not isinstance(dtype, DType):
-            return None
+        return cls.of_shape(shape, dtype)
+
+    @classmethod
+    def of_shape(cls, shape: tuple[int, ...], dtype: DType) -> Operand:
+        """The operand of a buffer whose ``shape`` holds only non-negative ints."""
         stored = (*shape[:-1], (shape[-1] + 1) // 2) if dtype is DType.I4 and shape else shape
         return cls(stored, dtype in (DType.I4, DType.U8), shape)
 
@@ -302,6 +359,8 @@ def _dim(shape: tuple[int, ...], axis: int) -> int:
 
 
 def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    if shapes and shapes.count(shapes[0]) == len(shapes):
+        return shapes[0]  # equal shapes broadcast to themselves
     rank = max((len(s) for s in shapes), default=0)
     out: list[int] = []
     for axis in range(-rank, 0):
@@ -314,7 +373,7 @@ def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 def _storable(value: tuple[int, ...], out: tuple[int, ...]) -> None:
     """``registry.store``: same numel reshapes, otherwise ``copy_`` broadcasting."""
-    if math.prod(value) == math.prod(out):
+    if value == out or math.prod(value) == math.prod(out):
         return
     if len(value) > len(out) or _broadcast(value, out) != out:
         raise _Reject(f"cannot store {value} into {out}")
@@ -542,7 +601,8 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
     x, out = ins[0].stored, outs[0].stored
     n_off = _param(params, "n_off", lambda: 0)
     k_x = _dim(x, -1)
-    if _param(params, "qdtype", lambda: 0) in (DType.I8, DType.I4) and len(ins) >= 3:
+    qdtype = _param(params, "qdtype", lambda: 0)
+    if qdtype in (DType.I8, DType.I4) and len(ins) >= 3:
         n_tile = _param(params, "N_tile", lambda: _dim(ins[2].stored, 0))
         k = _param(params, "K", lambda: k_x)
         group = _param(params, "group", lambda: k)
@@ -551,8 +611,8 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
         qw = ins[1].stored
         if len(qw) != 2 or any(len(op.stored) != 2 for op in ins[2:4]):
             raise _Reject("quantized operands are not 2-D")
-        q_cols = -(-k // 2) if _param(params, "qdtype", lambda: 0) == DType.I4 else k
-        if (qw[-1] * 2 if _param(params, "qdtype", lambda: 0) == DType.I4 else qw[-1]) < k:
+        q_cols = -(-k // 2) if qdtype == DType.I4 else k
+        if (qw[-1] * 2 if qdtype == DType.I4 else qw[-1]) < k:
             raise _Reject("quantized W holds fewer than K columns")
         tables = [_tile_rows(op, n_off, n_tile, "scales") for op in ins[2:4]]
         groups = [_group_cols(op, (op.stored[0],), k, group) for op in ins[2:4]]
@@ -781,20 +841,48 @@ def _logical(region: Region, operand: Operand) -> Region:
 
 
 class Memo:
-    """Caches for footprints of many tasks over one buffer table: operands per buffer id and
-    op-level results per (opcode, params, operands). Params holding unhashable values
-    (FUSED recipes) are not cached."""
+    """Caches for footprints of many tasks over one buffer table (one program, one pass).
+
+    Every distinct :class:`Operand` is interned to a small int code (``operands[code]``), once
+    per buffer id and once per buffer (shape, dtype); op-level results are then keyed by
+    ``(opcode, params items, input codes, output codes)``, plain tuples that hash and compare
+    without calling attrs methods. Params holding unhashable values (FUSED recipes) are not
+    cached. Params that compare equal (``1``, ``1.0``, ``True``) share an entry: every rule
+    reads a non-recipe param through ``int()``, so equal values give equal regions (only the
+    rejection note of a non-int could differ, for equal values of different repr such as
+    ``Decimal('inf')`` and ``inf``, which no JSON document holds).
+    """
 
     def __init__(self) -> None:
-        self.operands: dict[int, Operand | None] = {}
-        self.tuples: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[Operand | None, ...], bool]] = {}
-        self.ops: dict[InstructionKind, dict[Any, tuple[list[Region], list[Region]]]] = {}
+        self.operands: list[Operand] = []
+        self.codes: dict[tuple[tuple[int, ...], bool, tuple[int, ...]], int] = {}
+        self.by_buffer: dict[int, int | None] = {}
+        self.by_shape: dict[tuple[tuple[int, ...], DType], int] = {}
+        self.ops: dict[tuple[Any, ...], tuple[list[Region], list[Region]]] = {}
 
+    def code(self, bid: int, buffers: Mapping[int, Buffer]) -> int | None:
+        """The code of buffer ``bid``'s operand (None when its shape or dtype is unusable)."""
+        if bid in self.by_buffer:
+            return self.by_buffer[bid]
+        buf = buffers[bid]
+        shape, dtype = getattr(buf, "shape", None), getattr(buf, "dtype", None)
+        code: int | None = None
+        if isinstance(shape, tuple) and isinstance(dtype, DType) and _is_shape(shape):
+            key = (shape if type(shape) is tuple else tuple(shape), dtype)  # exact ints: no 1 == True
+            code = self.by_shape.get(key)
+            if code is None:
+                code = self.by_shape[key] = self.intern(Operand.of_shape(shape, dtype))
+        self.by_buffer[bid] = code
+        return code
 
-def _operand(bid: int, buffers: Mapping[int, Buffer], memo: Memo) -> Operand | None:
-    if bid not in memo.operands:
-        memo.operands[bid] = Operand.of_buffer(buffers[bid])
-    return memo.operands[bid]
+    def intern(self, operand: Operand) -> int:
+        """The code of ``operand`` (a new one the first time its value is seen)."""
+        value = (operand.stored, operand.uint8, operand.logical)
+        code = self.codes.get(value)
+        if code is None:
+            code = self.codes[value] = len(self.operands)
+            self.operands.append(operand)
+        return code
 
 
 TaskRegions = tuple[tuple[int, ...], list[Region], tuple[int, ...], list[Region]]
@@ -804,48 +892,56 @@ TaskRegions = tuple[tuple[int, ...], list[Region], tuple[int, ...], list[Region]
 def task_regions(task: Any, buffers: Mapping[int, Buffer], memo: Memo) -> TaskRegions:
     """Per operand position, the regions of :func:`task_footprint` (the validator's fast path)."""
     op, params = getattr(task, "op", None), getattr(task, "params", None)
-    ids_in, ins, ok_in = _operands(getattr(task, "inputs", None), buffers, memo)
-    ids_out, outs, ok_out = _operands(getattr(task, "outputs", None), buffers, memo)
-    if not (ok_in and ok_out and isinstance(op, InstructionKind) and isinstance(params, Mapping)):
+    ids_in, codes_in = _operands(getattr(task, "inputs", None), buffers, memo)
+    ids_out, codes_out = _operands(getattr(task, "outputs", None), buffers, memo)
+    if (
+        codes_in is None
+        or codes_out is None
+        or type(op) is not InstructionKind
+        or not (type(params) is dict or isinstance(params, Mapping))
+    ):
         return ids_in, [MALFORMED] * len(ids_in), ids_out, [MALFORMED] * len(ids_out)
-    table = memo.ops.get(op)
-    if table is None:
-        table = memo.ops[op] = {}
     try:
-        key: Any = (tuple(params.items()), ins, outs)
-        cached = table.get(key)
+        key: Any = (op, tuple(params.items()), codes_in, codes_out)
+        cached = memo.ops.get(key)
     except TypeError:
         key, cached = None, None
     if cached is None:
-        reads, writes = op_footprint(op, params, ins, outs)  # type: ignore[arg-type]  # ok_* holds
+        ins = [memo.operands[c] for c in codes_in]
+        outs = [memo.operands[c] for c in codes_out]
+        reads, writes = op_footprint(op, params, ins, outs)
         cached = (
-            [_logical(r, o) for r, o in zip(reads, ins, strict=True)],  # type: ignore[arg-type]
-            [_logical(w, o) for w, o in zip(writes, outs, strict=True)],  # type: ignore[arg-type]
+            [_logical(r, o) for r, o in zip(reads, ins, strict=True)],
+            [_logical(w, o) for w, o in zip(writes, outs, strict=True)],
         )
         if key is not None:
-            table[key] = cached
+            memo.ops[key] = cached
     return ids_in, cached[0], ids_out, cached[1]
 
 
 def _operands(
     value: Any, buffers: Mapping[int, Buffer], memo: Memo
-) -> tuple[tuple[int, ...], tuple[Operand | None, ...], bool]:
-    """Known ids of an operand list, their operands, and whether every entry was a usable buffer."""
-    try:
-        raw = tuple(value) if isinstance(value, (list, tuple)) else ()
-        found = memo.tuples.get(raw)
-    except TypeError:
-        raw, found = (), None
-        value = None
-    if found is None:
-        ids = tuple([v for v in raw if type(v) is int and v in buffers])
-        known = memo.operands
-        ops = tuple([known[b] if b in known else _operand(b, buffers, memo) for b in ids])
-        ok = isinstance(value, (list, tuple)) and len(ids) == len(raw) and None not in ops
-        found = (ids, ops, ok)
-        if value is not None:
-            memo.tuples[raw] = found
-    return found
+) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """Known ids of an operand list and their operand codes (None unless every entry is a
+    usable buffer)."""
+    if not isinstance(value, (list, tuple)):
+        return (), None
+    known = memo.by_buffer
+    if len(value) == 1:  # most output lists
+        (bid,) = value
+        if type(bid) is not int or bid not in buffers:
+            return (), None
+        code = known[bid] if bid in known else memo.code(bid, buffers)
+        return (bid,), None if code is None else (code,)
+    ids: list[int] = []
+    codes: list[int | None] = []
+    for bid in value:  # a loop, not comprehensions: most lists hold one to three ids
+        if type(bid) is int and bid in buffers:
+            ids.append(bid)
+            codes.append(known[bid] if bid in known else memo.code(bid, buffers))
+    if len(ids) != len(value) or None in codes:
+        return tuple(ids), None
+    return tuple(ids), tuple(codes)  # type: ignore[arg-type]  # None is not in codes
 
 
 MALFORMED = Region(None, exact=False, note="the task's opcode, params or operands are malformed")

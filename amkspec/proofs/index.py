@@ -79,6 +79,7 @@ class ProgramIndex:
         self._reach: Reachability | None = None
         self._memo = Memo()
         self._regions: list[TaskRegions | None] = [None] * n
+        self._writes: dict[int, list[Region]] = {}
 
     def _index_tasks(self) -> None:
         """Operands, readers/writers and producers of every task (spec §2), a column at a time."""
@@ -160,6 +161,17 @@ class ProgramIndex:
         """Elements of buffer ``bid`` the task at ``pos`` writes (spec §3.3)."""
         _, _, ids, writes = self.regions(pos)
         return region_of(ids, writes, bid) if bid in ids else EMPTY
+
+    def write_regions(self, bid: int) -> list[Region]:
+        """``write_region(w, bid)`` for every ``w`` in ``writers[bid]``, in that order (computed once)."""
+        found = self._writes.get(bid)
+        if found is None:
+            found = self._writes[bid] = []
+            regions = self.regions
+            for w in self.writers.get(bid, ()):
+                _, _, ids, writes = regions(w)  # ``bid`` is among ``ids``
+                found.append(writes[0] if len(ids) == 1 else region_of(ids, writes, bid))
+        return found
 
     @property
     def acyclic(self) -> bool:

@@ -70,7 +70,7 @@ PAGE_ALIAS = register(
 
 def _kind(ix: ProgramIndex, bid: int) -> BufferKind | None:
     kind = getattr(ix.buffers.get(bid), "kind", None)
-    return kind if isinstance(kind, BufferKind) else None
+    return kind if type(kind) is BufferKind else None  # an enum with members has no subclasses
 
 
 # -- waits -----------------------------------------------------------------------------------
@@ -78,11 +78,13 @@ def _kind(ix: ProgramIndex, bid: int) -> BufferKind | None:
 
 def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """A wait on a counter with > 1 producer uses threshold == #producers (spec §3.3)."""
-    producers = ix.producers
+    shared = {c: makers for c, makers in ix.producers.items() if len(makers) > 1}
+    if not shared:
+        return
     for pos, waits in enumerate(ix.waits):
         for _, c, t in waits:
-            makers = producers.get(c, ())
-            if len(makers) > 1 and type(t) is int and 1 <= t < len(makers) and c != ix.out_counter[pos]:
+            makers = shared.get(c, ())
+            if makers and type(t) is int and 1 <= t < len(makers) and c != ix.out_counter[pos]:
                 yield diag(
                     PARTIAL_JOIN,
                     f"task {ix.describe(pos)} waits on counter {c} with threshold {t} but counter "
@@ -125,27 +127,34 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         return
     pending: list[tuple[int, int, list[int]]] = []
     queries: list[tuple[int, int]] = []
-    out_counter = ix.out_counter
+    out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
     for bid, readers in ix.readers.items():
-        kind = _kind(ix, bid)
-        if kind is None or kind in READONLY_KINDS:
+        kind = getattr(buffers[bid], "kind", None)
+        if type(kind) is not BufferKind or kind in READONLY_KINDS:
             continue
         writers = ix.writers.get(bid, [])
         if not writers:
             if kind is not BufferKind.KV_CACHE:
                 yield from _never_produced(ix, bid, kind, readers)
             continue
+        lone = writers[0] if len(writers) == 1 else None
+        if lone is not None:
+            signal = out_counter[lone]
+        else:
+            signals = {out_counter[w] for w in writers}
+            signal = signals.pop() if len(signals) == 1 else None
+        if signal is not None:  # skip readers that wait on the one counter every writer signals
+            readers = [r for r in readers if r == lone or signal not in wait_counters[r]]
         for r in readers:
-            others = [w for w in writers if w != r]
-            if not others:
+            if r == lone:  # no other writer
                 if kind is not BufferKind.KV_CACHE and not ix.read_region(r, bid).is_empty:
                     yield _self_read(ix, r, bid)
                 continue
-            waited = ix.wait_counters[r]
-            unresolved = [w for w in others if out_counter[w] not in waited]
+            waited = wait_counters[r]
+            unresolved = [i for i, w in enumerate(writers) if w != r and out_counter[w] not in waited]
             if unresolved:
-                read = ix.read_region(r, bid)
-                unresolved = [w for w in unresolved if read.overlaps(ix.write_region(w, bid))]
+                read, written = ix.read_region(r, bid), ix.write_regions(bid)
+                unresolved = [writers[i] for i in unresolved if read.overlaps(written[i])]
             if unresolved:
                 pending.append((r, bid, unresolved))
                 queries.extend((w, r) for w in unresolved)
@@ -205,16 +214,20 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     rank = ix.reach.rank
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
+    out_counter = ix.out_counter
     for bid, declared in ix.writers.items():
+        if len(declared) < 2:
+            continue
         kind = _kind(ix, bid)
-        if len(declared) < 2 or kind is None or kind in READONLY_KINDS:
+        if kind is None or kind in READONLY_KINDS:
             continue
-        regions = [ix.write_region(w, bid) for w in declared]
-        writers = [w for w, reg in zip(declared, regions, strict=True) if not reg.is_empty]
-        if len(writers) < 2:
+        regions = ix.write_regions(bid)
+        live = [i for i, reg in enumerate(regions) if reg.boxes != ()]
+        if len(live) < 2:
             continue
-        pair = first_overlap([reg for reg in regions if not reg.is_empty])
-        counters = {ix.out_counter[w] for w in writers}
+        writers = [declared[i] for i in live] if len(live) < len(declared) else declared
+        pair = first_overlap([regions[i] for i in live] if len(live) < len(declared) else regions)
+        counters = {out_counter[w] for w in writers}
         if pair is None and len(counters) == 1 and None not in counters:
             continue
         chain = sorted(writers, key=rank.__getitem__)
@@ -256,33 +269,39 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
     Spec §3.3.
     """
+    fulls: dict[tuple[int, ...], Box] = {}
     for bid, writers in ix.writers.items():
-        buf = ix.buffers[bid]
         kind = _kind(ix, bid)
-        readers = ix.readers.get(bid, [])
-        if kind not in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT):
+        if kind is not BufferKind.ACTIVATION and kind is not BufferKind.IO_OUTPUT:
             continue
+        readers = ix.readers.get(bid, [])
         if not readers and kind is not BufferKind.IO_OUTPUT:
             continue
-        writes = [ix.write_region(w, bid) for w in writers]
-        only = writes[0].boxes if len(writes) == 1 and writers[0] not in readers else None
-        if readers and only is not None and len(only) == 1 and only[0] == tuple((0, d) for d in buf.shape):
-            continue  # one writer of the whole buffer covers every read
-        if any(w.boxes is None for w in writes) or buffer_problem(buf) is not None:
+        writes = ix.write_regions(bid)
+        if any(w.boxes is None for w in writes):
             continue
+        # every writer's operands are usable, so the buffer's shape is a tuple of ints
+        buf = ix.buffers[bid]
         shape = tuple(buf.shape)
-        reading = set(readers)
-        if any(_is_whole(reg, shape) and w not in reading for w, reg in zip(writers, writes, strict=True)):
+        full = fulls.get(shape)
+        if full is None:
+            full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
+        if _covered_by_one(writers, writes, full, readers):
             continue  # a writer of the whole buffer that reads none of it covers every other read
+        if buffer_problem(buf) is not None:
+            continue
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
             gaps = uncovered(Region(None), writes, shape)
+        writing = set(writers)
         for r in readers:
             if gaps:
                 break
-            others = [reg for w, reg in zip(writers, writes, strict=True) if w != r]
-            if len(others) < len(writes) and not any(not o.is_empty for o in others):
-                continue  # R304 reports a read of elements only the reader writes
+            others = writes
+            if r in writing:
+                others = [reg for w, reg in zip(writers, writes, strict=True) if w != r]
+                if not any(not o.is_empty for o in others):
+                    continue  # R304 reports a read of elements only the reader writes
             gaps = uncovered(ix.read_region(r, bid), others, shape)
         if gaps:
             users = f"read by {ix.describe_many(readers)}" if readers else "returned to the host (IO_OUTPUT)"
@@ -295,12 +314,14 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
             )
 
 
-def _is_whole(region: Region, shape: tuple[int, ...]) -> bool:
-    return (
-        region.boxes is not None
-        and len(region.boxes) == 1
-        and region.boxes[0] == tuple((0, d) for d in shape)
-    )
+def _covered_by_one(writers: list[int], writes: list[Region], full: Box, readers: list[int]) -> bool:
+    """Whether some writer writes the one box ``full`` (the whole buffer) and reads none of it."""
+    reading = readers if len(readers) < 8 else set(readers)
+    for w, region in zip(writers, writes, strict=True):
+        boxes = region.boxes
+        if boxes is not None and len(boxes) == 1 and boxes[0] == full and w not in reading:
+            return True
+    return False
 
 
 def _show_gaps(gaps: list[Box], shape: tuple[int, ...]) -> str:
@@ -363,42 +384,50 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
     if alloc is None or not ix.acyclic or not isinstance(getattr(alloc, "buffer_to_page", None), dict):
         return
     pages = page_index(ix)
+    writers: dict[int, list[int]] = {}
     occupants: dict[int, list[int]] = {}
     for bid, pid in alloc.buffer_to_page.items():
-        if is_int(bid) and bid in ix.buffers and is_int(pid) and pid in pages and _writers(ix, bid):
-            occupants.setdefault(pid, []).append(bid)
+        if is_int(bid) and bid in ix.buffers and is_int(pid) and pid in pages:
+            found = writers[bid] = _writers(ix, bid)
+            if found:
+                occupants.setdefault(pid, []).append(bid)
+    uses: dict[int, list[int]] = {}
     rank = ix.reach.rank
     checks: list[tuple[int, int, int]] = []
     queries: list[tuple[int, int]] = []
     failed: list[tuple[int, int, int, int, int]] = []
     for pid, bids in occupants.items():
-        bids.sort(key=lambda b: min(rank[w] for w in _writers(ix, b)))
+        bids.sort(key=lambda b: min(rank[w] for w in writers[b]))
         for a, b in itertools.pairwise(bids):
-            last_use = max(_uses(ix, a), key=rank.__getitem__)
-            first_write = min(_writers(ix, b), key=rank.__getitem__)
+            if a not in uses:
+                uses[a] = _uses(ix, a, writers[a])
+            last_use = max(uses[a], key=rank.__getitem__)
+            first_write = min(writers[b], key=rank.__getitem__)
             if rank[last_use] >= rank[first_write]:
                 failed.append((pid, a, b, last_use, first_write))
                 continue
             checks.append((pid, a, b))
-            queries.extend((u, w) for u in _uses(ix, a) for w in _writers(ix, b))
+            queries.extend(itertools.product(uses[a], writers[b]))
     ordered = ix.reach.ancestors(queries)
     for pid, a, b in checks:
-        bad = next(((u, w) for u in _uses(ix, a) for w in _writers(ix, b) if (u, w) not in ordered), None)
-        if bad is not None:
-            failed.append((pid, a, b, *bad))
+        if ordered.issuperset(itertools.product(uses[a], writers[b])):
+            continue
+        bad = next(pair for pair in itertools.product(uses[a], writers[b]) if pair not in ordered)
+        failed.append((pid, a, b, *bad))
     for pid, a, b, u, w in sorted(failed):
         yield _clobber(ix, pid, a, b, u, w)
 
 
 def _writers(ix: ProgramIndex, bid: int) -> list[int]:
     """Tasks that write at least one element of ``bid``."""
-    return [w for w in ix.writers.get(bid, []) if not ix.write_region(w, bid).is_empty]
+    regions = ix.write_regions(bid)
+    return [w for w, reg in zip(ix.writers.get(bid, []), regions, strict=True) if not reg.is_empty]
 
 
-def _uses(ix: ProgramIndex, bid: int) -> list[int]:
-    """Tasks that read or write at least one element of ``bid``."""
+def _uses(ix: ProgramIndex, bid: int, writers: list[int]) -> list[int]:
+    """Tasks that read or write at least one element of ``bid`` (``writers``: its :func:`_writers`)."""
     readers = [r for r in ix.readers.get(bid, []) if not ix.read_region(r, bid).is_empty]
-    return sorted(set(readers) | set(_writers(ix, bid)))
+    return sorted(set(readers) | set(writers))
 
 
 def _clobber(ix: ProgramIndex, pid: int, a: int, b: int, u: int, w: int) -> Diagnostic:
