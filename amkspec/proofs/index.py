@@ -110,40 +110,73 @@ class ProgramIndex:
 
     def _index_waits(self, waits: list[Any]) -> None:
         """Each task's wait table and its dependency edges: ``a → b`` for every producer ``a`` of a
-        counter ``b`` waits on, regardless of the threshold (spec §2)."""
-        producers, preds_of, succs = self.producers, self.preds, self.succs
+        counter ``b`` waits on, regardless of the threshold (spec §2).
+
+        A task produces exactly one counter, so its successors are the tasks that wait on that
+        counter: one list per counter serves all of its producers, and a task waiting on one
+        counter has that counter's producer list as its predecessors. The common single-wait
+        tables are shared per ``(counter, threshold)``. Nothing here is ever mutated after it is built.
+        """
+        producers, own = self.producers, self.out_counter
+        waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
+        tables: dict[tuple[int, int], tuple[tuple[int, int, int]]] = {}
+        singles: dict[int, tuple[int]] = {}
+        waiters: defaultdict[int, list[int]] = defaultdict(list)
         n_edges = 0
         forward = True
-        for pos, table in enumerate(map(_wait_table, waits)):
-            if not table:
+        for pos, ws in enumerate(waits):
+            if type(ws) is not list or not ws:
                 continue
-            self.waits[pos] = table
-            if len(table) == 1:  # producer lists are distinct and in ascending position order
-                counters = [table[0][1]]
-                preds = list(producers.get(counters[0], ()))
-            else:  # a position produces one counter, so distinct counters have disjoint producers
-                counters = [c for _, c, _ in table]
-                preds = sorted([p for c in dict.fromkeys(counters) for p in producers.get(c, ())])
-            self.wait_counters[pos] = counters
-            if not preds:
-                continue
-            n_edges += len(preds)
-            if pos in preds:
-                preds.remove(pos)
-                self.self_waiting.append(pos)
+            preds: Sequence[int]
+            if len(ws) == 1 and type(w := ws[0]) is Wait and type(c := w.counter) is int:
+                t = w.threshold
+                if type(t) is int:
+                    waits_of[pos] = tables.get((c, t)) or tables.setdefault((c, t), ((0, c, t),))
+                else:
+                    waits_of[pos] = ((0, c, t),)
+                counters_of[pos] = singles.get(c) or singles.setdefault(c, (c,))
+                preds = producers.get(c, ())
+                if not preds:
+                    continue
+                waiters[c].append(pos)
+                n_edges += len(preds)
+                if own[pos] == c:
+                    preds = [p for p in preds if p != pos]
+                    self.self_waiting.append(pos)
+            else:
+                table = _wait_table(ws)
+                if not table:
+                    continue
+                waits_of[pos] = table
+                counters_of[pos] = [c for _, c, _ in table]
+                distinct = [c for c in dict.fromkeys(counters_of[pos]) if c in producers]
+                if not distinct:
+                    continue
+                for c in distinct:
+                    waiters[c].append(pos)
+                # distinct counters have disjoint producer lists
+                preds = sorted([p for c in distinct for p in producers[c]])
+                n_edges += len(preds)
+                if own[pos] in distinct:
+                    preds.remove(pos)
+                    self.self_waiting.append(pos)
             if not preds:
                 continue
             if preds[-1] > pos:
                 forward = False
             preds_of[pos] = preds
-            for p in preds:
-                after = succs[p]
-                if after:
-                    after.append(pos)  # type: ignore[attr-defined]  # a list once it has an entry
-                else:
-                    succs[p] = [pos]
+        self._link_successors(waiters)
         self.n_edges = n_edges
         self.forward = forward
+
+    def _link_successors(self, waiters: dict[int, list[int]]) -> None:
+        """``succs[p]``: the tasks waiting on ``p``'s counter, without ``p`` itself (spec §2)."""
+        succs, producers = self.succs, self.producers
+        for c, after in waiters.items():
+            for p in producers[c]:
+                succs[p] = after
+        for pos in self.self_waiting:
+            succs[pos] = [w for w in succs[pos] if w != pos]
 
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""

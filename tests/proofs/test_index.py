@@ -29,6 +29,59 @@ def _check_columns(prog: MegakernelProgram) -> None:
     assert ix.producers == _users([[c] if type(c) is int else [] for c in ocs])
 
 
+def _check_edges(prog: MegakernelProgram) -> None:
+    """Spec §2 edges, task by task: ``a → b`` for every producer ``a`` of a counter ``b`` waits on."""
+    ix = ProgramIndex(prog)
+    tables = [
+        [(i, w.counter, w.threshold) for i, w in enumerate(ws) if type(w) is Wait and type(w.counter) is int]
+        if type(ws := getattr(t, "waits", None)) is list
+        else []
+        for t in ix.tasks
+    ]
+    assert [list(w) for w in ix.waits] == tables
+    assert [list(c) for c in ix.wait_counters] == [[c for _, c, _ in table] for table in tables]
+    preds: list[list[int]] = []
+    self_waiting, n_edges = [], 0
+    for pos, table in enumerate(tables):
+        found = sorted({p for _, c, _ in table for p in ix.producers.get(c, [])})
+        n_edges += len(found)
+        if pos in found:
+            found.remove(pos)
+            self_waiting.append(pos)
+        preds.append(found)
+    succs: list[list[int]] = [[] for _ in preds]
+    for pos, found in enumerate(preds):
+        for p in found:
+            succs[p].append(pos)
+    assert [list(p) for p in ix.preds] == preds and [list(s) for s in ix.succs] == succs
+    assert ix.self_waiting == self_waiting and ix.n_edges == n_edges
+
+
+@given(arbitrary_programs())
+def test_edges_agree_with_the_per_task_definition_on_arbitrary_programs(prog: MegakernelProgram) -> None:
+    _check_edges(prog)
+
+
+@given(valid_programs(max_tasks=12))
+def test_edges_agree_with_the_per_task_definition_on_valid_programs(prog: MegakernelProgram) -> None:
+    _check_edges(prog)
+
+
+def test_self_waits_and_multi_counter_waits_make_the_defined_edges() -> None:
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    y = b.new_buffer("y", BufferKind.ACTIVATION, DType.F32, (1, 4))
+    c1, c2 = b.new_counter("a"), b.new_counter("b")
+    b.add_task(InstructionKind.COPY, [x], [y], out_counter=c1)
+    b.add_task(InstructionKind.COPY, [x], [y], out_counter=c1, waits=[Wait(c1, 1)])
+    b.add_task(InstructionKind.COPY, [x], [y], out_counter=c2, waits=[Wait(c1, 2), Wait(c2, 1), Wait(c1, 2)])
+    b.add_task(InstructionKind.COPY, [y], [y], out_counter=c2, waits=[Wait(c1, 2)])
+    prog = b.build()
+    _check_edges(prog)
+    ix = ProgramIndex(prog)
+    assert ix.self_waiting == [1, 2] and [list(s) for s in ix.succs] == [[1, 2, 3], [2, 3], [], [2]]
+
+
 @given(arbitrary_programs())
 def test_columns_agree_with_per_task_refs_on_arbitrary_programs(prog: MegakernelProgram) -> None:
     _check_columns(prog)
