@@ -96,10 +96,8 @@ class ProgramIndex:
             outs = [getattr(t, "outputs", None) for t in tasks]
             ocs = [getattr(t, "out_counter", None) for t in tasks]
             waits = [getattr(t, "waits", None) for t in tasks]
-        self.inputs = _ref_lists(ins, self.buffers)
-        self.outputs = _ref_lists(outs, self.buffers)
-        self.readers = _users(self.inputs)
-        self.writers = _users(self.outputs)
+        self.inputs, self.readers = _operands(ins, self.buffers)
+        self.outputs, self.writers = _operands(outs, self.buffers)
         self.out_counter = [oc if type(oc) is int else None for oc in ocs]
         producers: defaultdict[int, list[int]] = defaultdict(list)
         for pos, oc in enumerate(self.out_counter):
@@ -119,7 +117,7 @@ class ProgramIndex:
         """
         producers, own = self.producers, self.out_counter
         waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
-        tables: dict[tuple[int, int], tuple[tuple[int, int, int]]] = {}
+        tables: defaultdict[int, dict[int, tuple[tuple[int, int, int]]]] = defaultdict(dict)
         singles: dict[int, tuple[int]] = {}
         waiters: defaultdict[int, list[int]] = defaultdict(list)
         n_edges = 0
@@ -131,7 +129,8 @@ class ProgramIndex:
             if len(ws) == 1 and type(w := ws[0]) is Wait and type(c := w.counter) is int:
                 t = w.threshold
                 if type(t) is int:
-                    waits_of[pos] = tables.get((c, t)) or tables.setdefault((c, t), ((0, c, t),))
+                    shared = tables[c]
+                    waits_of[pos] = shared.get(t) or shared.setdefault(t, ((0, c, t),))
                 else:
                     waits_of[pos] = ((0, c, t),)
                 counters_of[pos] = singles.get(c) or singles.setdefault(c, (c,))
@@ -259,18 +258,36 @@ def _refs(value: Any, known: dict[int, Any]) -> list[int]:
     return refs if len(refs) < 2 or len(set(refs)) == len(refs) else list(dict.fromkeys(refs))
 
 
-def _ref_lists(fields: Sequence[Any], known: dict[int, Any]) -> list[list[int]]:
-    """:func:`_refs` of every task's field. When every field is a list of known int ids (a
-    well-formed program) the type and membership tests run once over all of them, and a list
-    that names no buffer twice is used as it is (the index only reads it)."""
+def _operands(fields: list[Any], known: dict[int, Any]) -> tuple[list[Any], dict[int, list[int]]]:
+    """:func:`_refs` of every task's inputs (or outputs) field, and buffer id → ascending positions
+    of the tasks naming it, keys in order of first use.
+
+    When every field is a list of known int ids (a well-formed program) the type and membership
+    tests run once over all of them, and a list that names no buffer twice is used as it is (the
+    index only reads it): a repeat shows as the task's position already ending its buffer's list.
+    """
     if {*map(type, fields)} <= {list}:
         flat = [b for refs in fields for b in refs]
-        if {*map(type, flat)} <= {int} and known.keys() >= set(flat):  # the records' own lists
-            return [r if len(r) < 2 or len(set(r)) == len(r) else list(dict.fromkeys(r)) for r in fields]
-    return [_refs(f, known) for f in fields]
+        if {*map(type, flat)} <= {int} and known.keys() >= set(flat):
+            users: defaultdict[int, list[int]] = defaultdict(list)
+            repeats = []
+            for pos, refs in enumerate(fields):
+                for b in refs:
+                    named = users[b]
+                    if named and named[-1] == pos:
+                        repeats.append(pos)
+                    else:
+                        named.append(pos)
+            if repeats:
+                fields = list(fields)
+                for pos in repeats:
+                    fields[pos] = list(dict.fromkeys(fields[pos]))
+            return fields, dict(users)
+    refs_of = [_refs(f, known) for f in fields]
+    return refs_of, _users(refs_of)
 
 
-def _users(refs_of: Iterable[list[int]]) -> dict[int, list[int]]:
+def _users(refs_of: list[list[int]]) -> dict[int, list[int]]:
     """Buffer id → ascending positions of the tasks naming it, keys in order of first use."""
     users: defaultdict[int, list[int]] = defaultdict(list)
     for pos, refs in enumerate(refs_of):

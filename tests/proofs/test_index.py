@@ -110,3 +110,16 @@ def test_a_backward_edge_clears_forward() -> None:
     b.add_task(InstructionKind.COPY, [x], [y], out_counter=c)
     ix = ProgramIndex(b.build())
     assert not ix.forward and ix.acyclic and ix.topo == [1, 0]
+
+
+def test_a_buffer_named_twice_is_one_reference_and_one_use() -> None:
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    b.add_task(InstructionKind.ADD, [x, x], [y])
+    b.add_task(InstructionKind.MUL, [x, y, x], [y])
+    prog = b.build()
+    _check_columns(prog)
+    ix = ProgramIndex(prog)
+    assert ix.inputs == [[x], [x, y]] and ix.readers == {x: [0, 1], y: [1]}
+    assert prog.tasks[0].inputs == [x, x]  # the record is left as it was
