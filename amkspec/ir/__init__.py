@@ -13,6 +13,7 @@ from amkspec.ir.enums import (
     IR_VERSION,
     ON_CHIP_SPACES,
     READONLY_KINDS,
+    WEIGHT_KINDS,
     AttentionFlags,
     BufferKind,
     DType,
@@ -38,7 +39,7 @@ from amkspec.ir.targets import TARGETS, GpuTarget
 __all__ = [
     "ABI_MAX_INPUTS", "ABI_MAX_OUTPUTS", "ABI_MAX_RANK", "ABI_MAX_WAITS", "ABI_VERSION",
     "IR_VERSION", "ON_CHIP_SPACES", "OP_REGISTRY", "PARAM_DEFAULTS", "PARAM_FIELDS",
-    "PARAM_LAYOUT", "READONLY_KINDS", "TARGETS", "AmkspecError", "AttentionFlags", "Buffer",
+    "PARAM_LAYOUT", "READONLY_KINDS", "TARGETS", "WEIGHT_KINDS", "AmkspecError", "AttentionFlags", "Buffer",
     "BufferKind", "Counter", "DType", "FormatError", "FusedPattern", "GpuTarget",
     "InstructionKind", "MegakernelProgram", "MemSpace", "OpSpec", "Page", "PageAllocation",
     "ProgramBuilder", "ScheduleConfig", "Task", "VersionError", "VersionWarning", "Wait", "dump",

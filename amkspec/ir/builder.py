@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from amkspec.ir.enums import BufferKind, DType, InstructionKind, MemSpace
+from amkspec.ir.enums import WEIGHT_KINDS, BufferKind, DType, InstructionKind, MemSpace
 from amkspec.ir.model import (
     Buffer,
     Counter,
@@ -47,7 +47,7 @@ class ProgramBuilder:
         source: str | None = None,
     ) -> int:
         """Add a buffer and return its id. WEIGHT/CONST default ``source`` to ``name``."""
-        if source is None and kind in (BufferKind.WEIGHT, BufferKind.CONST):
+        if source is None and kind in WEIGHT_KINDS:
             source = name
         self.buffers.append(Buffer(len(self.buffers), name, kind, dtype, tuple(shape), space, source))
         return len(self.buffers) - 1

@@ -80,7 +80,10 @@ class BufferKind(enum.IntEnum):
     CONST = 5
 
 
-READONLY_KINDS = frozenset({BufferKind.WEIGHT, BufferKind.CONST, BufferKind.IO_INPUT})
+WEIGHT_KINDS = frozenset({BufferKind.WEIGHT, BufferKind.CONST})
+"""Kinds loaded from the state dict (``source``): the decode bandwidth bound (spec §1.3, §5.2)."""
+
+READONLY_KINDS = WEIGHT_KINDS | {BufferKind.IO_INPUT}
 """Kinds that never need a producer edge to be read (spec §1.2)."""
 
 ON_CHIP_SPACES = frozenset({MemSpace.SMEM, MemSpace.REGISTER})

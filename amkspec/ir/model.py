@@ -18,6 +18,7 @@ from amkspec.ir import graph
 from amkspec.ir.enums import (
     ABI_VERSION,
     IR_VERSION,
+    WEIGHT_KINDS,
     BufferKind,
     DType,
     InstructionKind,
@@ -179,7 +180,7 @@ class MegakernelProgram:
 
     def total_weight_bytes(self) -> int:
         """Bytes of WEIGHT and CONST buffers: the decode bandwidth bound (spec §1.6, §5.2)."""
-        return sum(b.nbytes for b in self.buffers if b.kind in (BufferKind.WEIGHT, BufferKind.CONST))
+        return sum(b.nbytes for b in self.buffers if b.kind in WEIGHT_KINDS)
 
     def total_scratch_bytes(self) -> int:
         """Scratch bytes: the pages when allocated, else every ACTIVATION's own bytes."""

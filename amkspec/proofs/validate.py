@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from amkspec.ir import BufferKind, MegakernelProgram
+from amkspec.ir import WEIGHT_KINDS, MegakernelProgram
 from amkspec.ir.gcpause import gc_paused
 from amkspec.proofs import deadlock, outputs, races, structure
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
@@ -90,10 +90,8 @@ def _internal(where: str, exc: BaseException) -> Diagnostic:
 def _stats(ix: ProgramIndex) -> dict[str, Any]:
     """Statistics of the original (tasks, buffers, counters, edges, acyclic, weight_MB, sm_assigned)
     plus the reachability work done."""
-    weight = 0
-    for buf in ix.buffers.values():
-        if getattr(buf, "kind", None) in (BufferKind.WEIGHT, BufferKind.CONST):
-            weight += structure.buffer_nbytes(buf) or 0
+    weights = [b for b in ix.buffers.values() if getattr(b, "kind", None) in WEIGHT_KINDS]
+    weight = sum(structure.buffer_nbytes(b) or 0 for b in weights)
     reach = ix.built_reach
     return {
         "tasks": ix.n,

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, DType, MegakernelProgram
+from amkspec.ir import READONLY_KINDS, WEIGHT_KINDS, Buffer, BufferKind, DType, MegakernelProgram
 from amkspec.ir.limits import MAX_VM_BYTES
 from amkspec.semantics import empty_storage, storage_shape, torch_dtype
 from amkspec.vm.errors import BindingError
@@ -164,7 +164,7 @@ def _bind(
     missing: dict[str, list[str]] = {"weights": [], "inputs": []}
     for buf in program.buffers:
         private = buf.id in written or buf.kind not in READONLY_KINDS
-        if buf.kind in (BufferKind.WEIGHT, BufferKind.CONST):
+        if buf.kind in WEIGHT_KINDS:
             key = buf.source or buf.name
             if key not in weights:
                 missing["weights"].append(key)

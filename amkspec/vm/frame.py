@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, MegakernelProgram
+from amkspec.ir import READONLY_KINDS, WEIGHT_KINDS, Buffer, BufferKind, MegakernelProgram
 from amkspec.semantics import OP_SEMANTICS, storage_shape, torch_dtype
 from amkspec.semantics.prepared import prepare
 from amkspec.vm.binding import (
@@ -45,9 +45,6 @@ Tensor = torch.Tensor
 Step = Callable[[], None]
 _ALIGN = 64
 """Byte alignment of each buffer in the zeroed arena (any dtype may view it)."""
-
-_WEIGHTS = (BufferKind.WEIGHT, BufferKind.CONST)
-
 
 def _shares(value: Any, tensor: Tensor) -> bool:
     """Whether ``tensor`` (what ``bind`` made of ``value``) views the caller's own memory."""
@@ -76,13 +73,13 @@ class Frame:
         arena_bufs: list[Buffer] = []
         for buf in program.buffers:
             private = buf.id in written or buf.kind not in READONLY_KINDS
-            if buf.kind in _WEIGHTS:
+            if buf.kind in WEIGHT_KINDS:
                 key = buf.source or buf.name
                 if not private and _shares(weights[key], bound[buf.id]):
                     self.shared.append((key, weights[key]))
                     self.tensors[buf.id] = bound[buf.id]
                     continue
-            if buf.kind in (*_WEIGHTS, BufferKind.IO_INPUT, BufferKind.KV_CACHE):
+            if buf.kind in READONLY_KINDS or buf.kind is BufferKind.KV_CACHE:
                 tensor = bound[buf.id].clone()
                 self.copied.append((buf, tensor))
                 self.tensors[buf.id] = tensor
@@ -120,7 +117,7 @@ class Frame:
         check_memory(self.program, self.need)
         missing: dict[str, list[str]] = {"weights": [], "inputs": []}
         for buf, tensor in self.copied:
-            if buf.kind in _WEIGHTS:
+            if buf.kind in WEIGHT_KINDS:
                 key = buf.source or buf.name
                 if key not in weights:
                     missing["weights"].append(key)
