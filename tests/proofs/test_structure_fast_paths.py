@@ -23,6 +23,7 @@ from amkspec.proofs.structure import (
     check_ids,
     check_sm,
     check_structure,
+    check_task,
     scan_tasks,
 )
 from amkspec.strategies import arbitrary_programs, valid_programs
@@ -90,3 +91,51 @@ def test_memory_safety_with_and_without_the_index_agree(prog: MegakernelProgram,
     assert [(d.code, d.message, d.tasks, d.buffers) for d in with_index] == [
         (d.code, d.message, d.tasks, d.buffers) for d in alone
     ]
+
+
+def _corrupted() -> list[MegakernelProgram]:
+    """A valid two-task program, then copies with one field set to a value that equals a valid one
+    but is not an int (``True == 1``, ``1.0 == 1``), or with a record that is not a Buffer."""
+    def build() -> MegakernelProgram:
+        b = ProgramBuilder()
+        x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 64))
+        h = b.new_buffer("h", BufferKind.ACTIVATION, DType.F32, (1, 64))
+        y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 64))
+        first = b.add_task(InstructionKind.COPY, [x], [h])
+        b.add_task(InstructionKind.COPY, [h], [y], waits=[b.after(first)])
+        prog = b.build(target=TARGETS["h100"])
+        prog.tasks[0].sm, prog.tasks[1].sm = 0, 1
+        return prog
+
+    out = [build() for _ in range(6)]
+    out[1].tasks[1].id = True
+    out[2].tasks[1].sm = True
+    out[3].tasks[0].sm = 1.0
+    out[4].tasks[1].waits[0] = attrs.evolve(out[4].tasks[1].waits[0], threshold=True)
+    out[5].buffers.insert(0, Junk(1))  # type: ignore[arg-type]  # ix.buffers[1] is not a Buffer
+    return out
+
+
+@attrs.define
+class Junk:
+    id: int
+
+
+def test_values_equal_to_ints_but_not_ints_are_caught() -> None:
+    progs = _corrupted()
+    clean, bool_id, bool_sm, float_sm, bool_threshold, _ = (scan_tasks(ProgramIndex(p)) for p in progs)
+    assert clean == ([], True, True)
+    assert not bool_id.ids_in_place
+    assert [d.code for d in check_ids(ProgramIndex(progs[1]))] == ["S102"]
+    assert not bool_sm.sms_in_range and not float_sm.sms_in_range
+    assert [d.code for d in check_sm(ProgramIndex(progs[2]))] == ["S113"]
+    assert bool_threshold.unclean == [1]
+    assert [d.code for d in check_task(ProgramIndex(progs[4]), 1)] == ["S108"]
+
+
+def test_memory_safety_ignores_an_index_whose_buffer_table_holds_other_records() -> None:
+    prog = _corrupted()[5]
+    ix = ProgramIndex(prog)
+    assert isinstance(ix.buffers[1], Junk)
+    for memo in (True, False):
+        assert _rows(check_memory_safety(prog, ix, memo=memo)) == _rows(check_memory_safety(prog, memo=memo))
