@@ -15,10 +15,12 @@ rules that need it. :func:`check_memory_safety` never raises.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import chain, count
 from typing import Any
 
 from amkspec.ir import Buffer, DType, InstructionKind, MegakernelProgram, Task
 from amkspec.proofs.diagnostics import Diagnostic
+from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.shapes.context import OpContext, Operand, Rule, buffer_operand, operand_kind
 from amkspec.proofs.shapes.registry import OP_RULES, arity_ok, check_op
 
@@ -53,14 +55,23 @@ class _LazyOperands:
 
 
 def _kinds(records: dict[int, Buffer]) -> dict[int, int]:
-    """Buffer id → a small int naming its :func:`operand_kind` (equal kinds, equal ints), for the
+    """Buffer id → an int naming its :func:`operand_kind` (equal kinds, equal ints), for the
     buffers with a well-formed shape."""
-    seen: dict[tuple[tuple[int, ...], DType | None], int] = {}
+    buffers = records.values()
+    shapes, dtypes = [b.shape for b in buffers], [b.dtype for b in buffers]
+    if {*map(type, shapes)} <= {tuple} and {*map(type, dtypes)} <= {DType}:
+        dims = list(chain.from_iterable(shapes))
+        if {*map(type, dims)} <= {int} and (not dims or min(dims) >= 0):
+            # every kind is (shape, dtype): a column at a time, a new kind named by its position
+            seen: dict[tuple[tuple[int, ...], DType], int] = {}
+            names = map(seen.setdefault, zip(shapes, dtypes, strict=True), count())
+            return dict(zip(records, names, strict=True))
+    named: dict[tuple[tuple[int, ...], DType | None], int] = {}
     kinds: dict[int, int] = {}
     for bid, buf in records.items():
         kind = operand_kind(buf)
         if kind is not None:
-            kinds[bid] = seen.setdefault(kind, len(seen))
+            kinds[bid] = named.setdefault(kind, len(named))
     return kinds
 
 
@@ -70,19 +81,22 @@ save (a key costs about a third of a GEMV tile's rules, and small programs repea
 
 
 def check_memory_safety(
-    prog: MegakernelProgram, index: object = None, *, memo: bool | None = None
+    prog: MegakernelProgram, index: ProgramIndex | None = None, *, memo: bool | None = None
 ) -> list[Diagnostic]:
     """M4xx findings for every task whose operands disagree with its opcode's shape rules (spec §7).
 
-    ``index`` (the validator's program index) is accepted for the caller's convenience and not
-    needed: buffers are resolved by id here. With ``memo`` the rules run once per
-    :func:`rule_key` within this call: a task whose key is that of a task they found nothing wrong
-    with is skipped, any other task is checked (so every message names its own task and buffers).
-    ``memo=False`` checks every task; the findings are the same. By default (None) the memo is
-    used from :data:`MEMO_MIN_TASKS` tasks on.
+    ``index`` (the validator's program index) is optional: it spares resolving the buffer ids
+    again. With ``memo`` the rules run once per rule key (:func:`_check_memoised`) within this
+    call: a task whose key is that of a task they found nothing wrong with is skipped, any other
+    task is checked (so every message names its own task and buffers). ``memo=False`` checks
+    every task; the findings are the same. By default (None) the memo is used from
+    :data:`MEMO_MIN_TASKS` tasks on.
     """
     tasks = prog.tasks if isinstance(prog.tasks, list) else []
-    records = _records(prog.buffers)
+    if index is not None and {*map(type, index.buffers.values())} <= {Buffer}:
+        records = index.buffers  # the same first-by-id map, every record a Buffer
+    else:
+        records = _records(prog.buffers)
     if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
         return _check_memoised(tasks, records)
     return _check_each(tasks, records)
@@ -100,19 +114,32 @@ def _check_each(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic
 
 
 def _check_memoised(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic]:
-    """Apply the rules to every task whose :func:`rule_key` is not that of a clean task before it."""
+    """Apply the rules to every task whose rule key is not that of a clean task before it.
+
+    The key is what the shape rules of a task depend on: the opcode, each operand's shape and
+    dtype (:func:`_kinds`, inputs then outputs, after the number of inputs), the params by value
+    and type (``True == 1`` but only an int is an int32 param) and, for
+    :attr:`~amkspec.proofs.shapes.registry.OpRules.same_buffer` opcodes, which operands are one
+    buffer; the task's id, label and buffer names appear only in messages. A task without a key
+    (a broken record, or a param holding a list or dict: FUSED recipes) is checked directly. A
+    task that :func:`_context` skips reports nothing whatever its key, so the key need not judge it.
+    """
     found: list[Diagnostic] = []
     operand = _LazyOperands(records).get
-    kinds = _kinds(records)
+    kind = _kinds(records).get
     clean: set[tuple[Any, ...]] = set()
+    key: tuple[Any, ...] | None
     for task in tasks:
-        key = rule_key(task, kinds)
-        if key is not None:
-            try:
-                if key in clean:
-                    continue
-            except TypeError:  # a param holds a list or dict (FUSED recipes): no memo
-                key = None
+        try:  # the key is built inline: a call per task would cost as much as building it
+            op, inputs, params = task.op, task.inputs, task.params
+            ids = inputs + task.outputs
+            key = (op, len(inputs), *map(kind, ids), *params.items(), *map(type, params.values()))
+            if op in _SAME_BUFFER:
+                key += (tuple(map(ids.index, ids)),)
+            if key in clean:
+                continue
+        except (AttributeError, TypeError):
+            key = None
         ctx = _context(task, operand, found)
         if ctx is None:
             continue
@@ -124,27 +151,6 @@ def _check_memoised(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagno
 
 
 _SAME_BUFFER = frozenset(op for op, r in OP_RULES.items() if r.same_buffer)
-
-
-def rule_key(task: Any, kinds: dict[int, int]) -> tuple[Any, ...] | None:
-    """What the shape rules of a task depend on, as a key (None: no key; unhashable when a param
-    holds a list or dict).
-
-    The rules read the opcode, each operand's shape and dtype (``kinds``, inputs then outputs,
-    after the number of inputs), the params by value and type (``True == 1`` but only an int is
-    an int32 param) and, for :attr:`OpRules.same_buffer` opcodes, which operands are one buffer;
-    the task's id, label and buffer names appear only in messages. A task that
-    :func:`_context` skips reports nothing whatever its key, so the key need not judge it.
-    """
-    try:
-        op, inputs, params = task.op, task.inputs, task.params
-        ids = inputs + task.outputs
-        key = (op, len(inputs), *map(kinds.get, ids), *params.items(), *map(type, params.values()))
-        if op in _SAME_BUFFER:
-            key += (tuple(map(ids.index, ids)),)
-    except (AttributeError, TypeError):
-        return None
-    return key
 
 
 def _context(

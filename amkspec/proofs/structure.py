@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from itertools import chain
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from amkspec.ir import (
     ABI_MAX_INPUTS,
@@ -74,18 +76,18 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
     """All structure findings, in the order: ids, counters, buffers, tasks, SMs, pages (spec §1, §3.1)."""
+    scan = scan_tasks(ix)
     found: list[Diagnostic] = []
-    found.extend(check_ids(ix))
+    found.extend(check_ids(ix, tasks_in_place=scan.ids_in_place))
     found.extend(check_counter_init(ix))
     found.extend(check_buffers(ix))
-    for pos in range(ix.n):
-        if task_is_clean(ix, pos):
-            continue
+    for pos in scan.unclean:
         task_found = list(check_task(ix, pos))
         if any(d.severity is Severity.ERROR for d in task_found):
             ix.rejected_tasks.add(pos)
         found.extend(task_found)
-    found.extend(check_sm(ix))
+    if not scan.sms_in_range:
+        found.extend(check_sm(ix))
     found.extend(check_pages(ix))
     return found
 
@@ -93,17 +95,17 @@ def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
 # -- ids -------------------------------------------------------------------------------------
 
 
-def check_ids(ix: ProgramIndex) -> Iterator[Diagnostic]:
-    """Ids are ints, unique, and equal to list positions: the ABI tables are indexed by id (spec §8)."""
+def check_ids(ix: ProgramIndex, *, tasks_in_place: bool = False) -> Iterator[Diagnostic]:
+    """Ids are ints, unique, and equal to list positions: the ABI tables are indexed by id (spec §8).
+    ``tasks_in_place``: the caller knows every task's id is its position (:func:`scan_tasks`)."""
     prog = ix.prog
     for what, records, key in (
         ("buffer", as_list(prog.buffers), "buffers"),
         ("counter", as_list(prog.counters), "counters"),
-        ("task", ix.tasks, "tasks"),
+        ("task", [] if tasks_in_place else ix.tasks, "tasks"),
     ):
-        ids = [getattr(rec, "id", None) for rec in records]
-        if ids == list(range(len(ids))) and set(map(type, ids)) <= {int}:
-            continue  # the common case: ids 0, 1, 2, ... (the type test rules out True for 1)
+        if _in_place(records):
+            continue
         first: dict[int, int] = {}
         for pos, rec in enumerate(records):
             rid = getattr(rec, "id", None)
@@ -125,6 +127,18 @@ def check_ids(ix: ProgramIndex) -> Iterator[Diagnostic]:
                     f"{what} {rid} is at list position {pos}; ids must equal positions",
                     **{key: [rid]},
                 )
+
+
+def _in_place(records: list[Any]) -> bool:
+    """The common case: every record's id is the int equal to its position (0, 1, 2, ...)."""
+    try:
+        ids = list(map(_ID, records))
+    except AttributeError:
+        return False
+    return ids == [*range(len(ids))] and {*map(type, ids)} <= {int}  # the type test rules out True
+
+
+_ID = attrgetter("id")
 
 
 def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
@@ -180,7 +194,10 @@ def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Every buffer record is well formed (:func:`buffer_problem`, spec §1.3) and fits the
     target's memory (:func:`buffer_cap`, spec §5.2)."""
     cap, where = buffer_cap(ix.prog)
-    for buf in as_list(ix.prog.buffers):
+    buffers = as_list(ix.prog.buffers)
+    if _all_fine(buffers, cap):
+        return
+    for buf in buffers:
         if _buffer_ok(buf) and _nbytes(buf) <= cap:
             continue
         problem = buffer_problem(buf)
@@ -195,6 +212,30 @@ def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 f"buffer {bid}:{getattr(buf, 'name', '')} needs {nbytes} bytes, more than {where} ({cap})",
                 buffers=[bid],
             )
+
+
+def _all_fine(buffers: list[Any], cap: int) -> bool:
+    """Fast path of :func:`check_buffers`, a column at a time: True only if every buffer passes
+    :func:`_buffer_ok` and, by a bound on the bytes of all of them together, fits in ``cap``."""
+    if not {*map(type, buffers)} <= {Buffer}:
+        return False
+    shapes = [b.shape for b in buffers]
+    if not (
+        {*map(type, [b.kind for b in buffers])} <= {BufferKind}
+        and {*map(type, [b.dtype for b in buffers])} <= {DType}
+        and {*map(type, [b.space for b in buffers])} <= {MemSpace}
+        and {*map(type, shapes)} <= {tuple}
+        and max(map(len, shapes), default=0) <= ABI_MAX_RANK
+    ):
+        return False
+    dims = list(chain.from_iterable(shapes))
+    if not ({*map(type, dims)} <= {int} and (not dims or (min(dims) >= 0 and max(dims) <= INT32_MAX))):
+        return False
+    return sum(map(math.prod, shapes)) * _MAX_ELEMENT_BYTES <= cap
+
+
+_MAX_ELEMENT_BYTES = max(dtype.nbytes(1) for dtype in DType)
+"""Bytes of one element of the widest dtype: ``dtype.nbytes(n) <= n * _MAX_ELEMENT_BYTES``."""
 
 
 def buffer_cap(prog: Any) -> tuple[int, str]:
@@ -220,45 +261,92 @@ def _nbytes(buf: Any) -> int:
 # -- tasks -----------------------------------------------------------------------------------
 
 
-def _arity(spec: OpSpec) -> tuple[int, int, int, int, tuple[str, ...]]:
-    """``(lo_in, hi_in, lo_out, hi_out, required)`` of an opcode, its OP_REGISTRY arity within the
-    ABI caps (an empty range when the registry asks for more than the ABI allows)."""
+def _arity(spec: OpSpec) -> tuple[range, range, frozenset[str]]:
+    """``(inputs, outputs, required)`` of an opcode: the input and output counts its OP_REGISTRY
+    arity allows within the ABI caps (empty when the registry asks for more than the ABI allows)
+    and its required params."""
     hi_in = ABI_MAX_INPUTS if spec.max_inputs == VARIADIC else min(spec.max_inputs, ABI_MAX_INPUTS)
     n_out = spec.n_outputs
     lo_out, hi_out = (0, ABI_MAX_OUTPUTS) if n_out == VARIADIC else (n_out, n_out)
-    return spec.min_inputs, hi_in, lo_out, min(hi_out, ABI_MAX_OUTPUTS), spec.required_params
+    outputs = range(lo_out, min(hi_out, ABI_MAX_OUTPUTS) + 1)
+    return range(spec.min_inputs, hi_in + 1), outputs, frozenset(spec.required_params)
 
 
 _ARITY = {op: _arity(spec) for op, spec in OP_REGISTRY.items()}
 
 
-def task_is_clean(ix: ProgramIndex, pos: int) -> bool:
-    """Fast path: True iff :func:`check_task` finds nothing for the task at ``pos`` (most tasks of a
-    real program). The index's per-task tables say whether every reference resolves: ``inputs``
-    and ``outputs`` keep the known buffer ids (distinct), ``out_counter`` an int id, ``waits``
-    the Wait records with an int counter."""
-    task = ix.tasks[pos]
-    if type(task) is not Task:
-        return False
-    op, ins, outs, waits, params = task.op, task.inputs, task.outputs, task.waits, task.params
-    if type(op) is not InstructionKind or op not in _ARITY:
-        return False
-    if type(ins) is not list or type(outs) is not list or type(waits) is not list or type(params) is not dict:
-        return False
-    lo_in, hi_in, lo_out, hi_out, required = _ARITY[op]
-    n_in, n_out = len(ins), len(outs)
-    if not (lo_in <= n_in <= hi_in and lo_out <= n_out <= hi_out and len(waits) <= ABI_MAX_WAITS):
-        return False
-    if (len(ix.inputs[pos]) != n_in or len(ix.outputs[pos]) != n_out) and not _all_buffers(ix, ins + outs):
-        return False  # a buffer id repeats (legal) or one does not resolve
-    counters = ix.counters
-    table = ix.waits[pos]
-    if ix.out_counter[pos] not in counters or len(table) != len(waits):
-        return False
-    for _, c, t in table:
-        if c not in counters or type(t) is not int or not 1 <= t <= INT32_MAX:
-            return False
-    return _params_clean(params, required)
+class TaskScan(NamedTuple):
+    """What one pass over the tasks found (:func:`scan_tasks`)."""
+
+    unclean: list[int]
+    """Ascending positions of the tasks :func:`check_task` may find something on; on every other
+    task it finds nothing."""
+    ids_in_place: bool
+    """Every task's id is the int equal to its position (:func:`check_ids` finds nothing on tasks)."""
+    sms_in_range: bool
+    """Every task's sm is None or an int in range (:func:`check_sm` finds nothing)."""
+
+
+def scan_tasks(ix: ProgramIndex) -> TaskScan:
+    """Fast path of the per-task checks: one pass over the tasks (most of them clean in a real
+    program) that tells which tasks the detailed checks need to look at.
+
+    It reads the index's per-task tables instead of re-resolving references: ``inputs`` and
+    ``outputs`` keep the known buffer ids (distinct), ``out_counter`` an int id, ``waits`` the Wait
+    records with an int counter."""
+    unclean: list[int] = []
+    ids_in_place = sms_in_range = True
+    counters, get, arities, top = ix.counters, PARAM_FIELDS.get, _ARITY, _sm_range(ix)[1]
+    columns = zip(ix.tasks, ix.inputs, ix.outputs, ix.out_counter, ix.waits, strict=True)
+    for pos, (task, known_in, known_out, oc, table) in enumerate(columns):
+        if type(task) is not Task:
+            unclean.append(pos)
+            ids_in_place = sms_in_range = False
+            continue
+        tid, sm = task.id, task.sm
+        if tid != pos or type(tid) is not int:
+            ids_in_place = False
+        if sm is not None and (type(sm) is not int or not 0 <= sm <= top):
+            sms_in_range = False
+        op, ins, outs, waits, params = task.op, task.inputs, task.outputs, task.waits, task.params
+        if (
+            type(op) is not InstructionKind
+            or type(ins) is not list
+            or type(outs) is not list
+            or type(waits) is not list
+            or type(params) is not dict
+            or (arity := arities.get(op)) is None
+        ):
+            unclean.append(pos)
+            continue
+        inputs, outputs, required = arity
+        n_in, n_out = len(ins), len(outs)
+        if (
+            n_in not in inputs
+            or n_out not in outputs
+            or len(waits) > ABI_MAX_WAITS
+            or oc not in counters
+            or len(table) != len(waits)
+            or not params.keys() >= required
+            or ((len(known_in) != n_in or len(known_out) != n_out) and not _all_buffers(ix, ins + outs))
+        ):
+            unclean.append(pos)
+            continue
+        # the loops are inline: a call per task costs as much as they do
+        for _, c, t in table:
+            if c not in counters or type(t) is not int or not 1 <= t <= INT32_MAX:
+                unclean.append(pos)
+                break
+        else:
+            for key, value in params.items():
+                kind = get(key)
+                if kind == "i" and type(value) is int and INT32_MIN <= value <= INT32_MAX:
+                    continue
+                if kind == "f" and type(value) in (int, float) and -FLOAT32_MAX <= value <= FLOAT32_MAX:
+                    continue
+                unclean.append(pos)
+                break
+    return TaskScan(unclean, ids_in_place, sms_in_range)
 
 
 def _all_buffers(ix: ProgramIndex, refs: list[Any]) -> bool:
@@ -269,11 +357,8 @@ def _all_buffers(ix: ProgramIndex, refs: list[Any]) -> bool:
     return True
 
 
-def _params_clean(params: dict[Any, Any], required: tuple[str, ...]) -> bool:
-    """Every required param is there and every param is known and fits its PARAM_FIELDS type."""
-    for name in required:
-        if name not in params:
-            return False
+def _params_clean(params: dict[Any, Any]) -> bool:
+    """Every param is known and fits its PARAM_FIELDS type."""
     get = PARAM_FIELDS.get
     for key, value in params.items():
         kind = get(key)
@@ -419,9 +504,7 @@ def _check_params(params: dict[Any, Any], who: str, tid: list[Any]) -> Iterator[
 def check_sm(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """``sm`` is None or an int in ``[0, target.num_sms)`` (spec §3.1, §8: the loader rejects sm < 0)."""
     target = ix.prog.target
-    num_sms = getattr(target, "num_sms", None) if target is not None else None
-    limit = num_sms if is_int(num_sms) else None
-    top = INT32_MAX if limit is None else limit - 1
+    limit, top = _sm_range(ix)
     for pos, task in enumerate(ix.tasks):
         sm = getattr(task, "sm", None)
         if sm is None or (type(sm) is int and 0 <= sm <= top):
@@ -436,6 +519,14 @@ def check_sm(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 tasks=[ix.task_id(pos)],
             )
             ix.rejected_tasks.add(pos)
+
+
+def _sm_range(ix: ProgramIndex) -> tuple[int | None, int]:
+    """``(target.num_sms or None, the highest sm allowed)``."""
+    target = ix.prog.target
+    num_sms = getattr(target, "num_sms", None) if target is not None else None
+    limit = num_sms if is_int(num_sms) else None
+    return limit, INT32_MAX if limit is None else limit - 1
 
 
 # -- page table ------------------------------------------------------------------------------

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 
 from amkspec.ir import InstructionKind
-from amkspec.ir.opcodes import OP_REGISTRY, VARIADIC
+from amkspec.ir.opcodes import OP_REGISTRY, VARIADIC, OpSpec
 from amkspec.proofs.shapes import attention, fused, linear, pointwise
 from amkspec.proofs.shapes.context import Checker, OpContext, Rule
 
@@ -53,14 +55,21 @@ OP_RULES: dict[InstructionKind, OpRules] = {
 }
 
 
+def _counts(spec: OpSpec) -> tuple[range, range]:
+    """The input and output counts OP_REGISTRY allows for an opcode."""
+    most = sys.maxsize
+    inputs = range(spec.min_inputs, most if spec.max_inputs == VARIADIC else spec.max_inputs + 1)
+    outputs = range(0, most) if spec.n_outputs == VARIADIC else range(spec.n_outputs, spec.n_outputs + 1)
+    return inputs, outputs
+
+
+_COUNTS = {op: _counts(spec) for op, spec in OP_REGISTRY.items()}
+
+
 def arity_ok(op: InstructionKind, n_inputs: int, n_outputs: int) -> bool:
     """Whether the counts match OP_REGISTRY (the structure checks report them when not)."""
-    spec = OP_REGISTRY.get(op)
-    if spec is None:
-        return False
-    hi_ok = spec.max_inputs == VARIADIC or n_inputs <= spec.max_inputs
-    out_ok = spec.n_outputs == VARIADIC or n_outputs == spec.n_outputs
-    return spec.min_inputs <= n_inputs and hi_ok and out_ok
+    counts = _COUNTS.get(op)
+    return counts is not None and n_inputs in counts[0] and n_outputs in counts[1]
 
 
 def check_op(ctx: OpContext) -> None:
