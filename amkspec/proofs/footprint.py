@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind
+from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, Task
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
 
 Interval = tuple[int, int]
@@ -875,6 +875,33 @@ class Memo:
         self.by_buffer[bid] = code
         return code
 
+    def codes_of(self, buffers: Mapping[int, Buffer]) -> dict[int, int | None]:
+        """:meth:`code` of every buffer id of ``buffers`` (the ``by_buffer`` table, filled)."""
+        known, by_shape = self.by_buffer, self.by_shape
+        records = list(buffers.values())
+        if known or not {*map(type, records)} <= {Buffer}:
+            for bid in buffers:
+                self.code(bid, buffers)
+            return known
+        shapes = [buf.shape for buf in records]
+        dtypes = [buf.dtype for buf in records]
+        dims = [d for shape in shapes if type(shape) is tuple for d in shape]
+        if not (
+            {*map(type, shapes)} <= {tuple}
+            and {*map(type, dtypes)} <= {DType}
+            and {*map(type, dims)} <= {int}  # exact ints: no 1 == True in the keys below
+            and min(dims, default=0) >= 0
+        ):
+            for bid in buffers:
+                self.code(bid, buffers)
+            return known
+        keys = list(zip(shapes, dtypes, strict=True))
+        for key in dict.fromkeys(keys):
+            if key not in by_shape:
+                by_shape[key] = self.intern(Operand.of_shape(*key))
+        known.update(zip(buffers, map(by_shape.__getitem__, keys), strict=True))
+        return known
+
     def intern(self, operand: Operand) -> int:
         """The code of ``operand`` (a new one the first time its value is seen)."""
         value = (operand.stored, operand.uint8, operand.logical)
@@ -885,7 +912,7 @@ class Memo:
         return code
 
 
-TaskRegions = tuple[tuple[int, ...], list[Region], tuple[int, ...], list[Region]]
+TaskRegions = tuple[Sequence[int], list[Region], Sequence[int], list[Region]]
 """``(input ids, read region per input, output ids, write region per output)`` of one task."""
 
 
@@ -907,16 +934,89 @@ def task_regions(task: Any, buffers: Mapping[int, Buffer], memo: Memo) -> TaskRe
     except TypeError:
         key, cached = None, None
     if cached is None:
-        ins = [memo.operands[c] for c in codes_in]
-        outs = [memo.operands[c] for c in codes_out]
-        reads, writes = op_footprint(op, params, ins, outs)
-        cached = (
-            [_logical(r, o) for r, o in zip(reads, ins, strict=True)],
-            [_logical(w, o) for w, o in zip(writes, outs, strict=True)],
-        )
-        if key is not None:
-            memo.ops[key] = cached
+        cached = _op_regions(memo, key, op, params, codes_in, codes_out)
     return ids_in, cached[0], ids_out, cached[1]
+
+
+def all_task_regions(
+    tasks: Sequence[Any],
+    inputs: Sequence[Any],
+    outputs: Sequence[Any],
+    buffers: Mapping[int, Buffer],
+    memo: Memo,
+) -> list[TaskRegions | None]:
+    """:func:`task_regions` of every task, in one pass (the validator's batch path).
+
+    ``inputs[pos]`` (``outputs[pos]``) may be the task's own operand list itself (the same
+    object) when the caller has checked that it holds only int ids of ``buffers``; the ids are
+    then not checked again and the list is returned as the task's ids. A task whose lists are
+    not passed that way, whose opcode or params are not plain, or that names a buffer whose
+    operand is unusable takes :func:`task_regions`. An entry is None where that raised (the
+    caller may then ask :func:`task_regions` again, where the error belongs).
+    """
+    code = memo.codes_of(buffers)
+    ops = memo.ops
+    found: list[TaskRegions | None] = [None] * len(tasks)
+    plain = {*map(type, tasks)} <= {Task}
+    for pos, (task, ins, outs) in enumerate(zip(tasks, inputs, outputs, strict=True)):
+        try:
+            if plain:
+                op, params, own_in, own_out = task.op, task.params, task.inputs, task.outputs
+            else:
+                op, params = getattr(task, "op", None), getattr(task, "params", None)
+                own_in, own_out = getattr(task, "inputs", None), getattr(task, "outputs", None)
+            if (
+                type(op) is not InstructionKind
+                or type(params) is not dict
+                or ins is not own_in
+                or outs is not own_out
+            ):
+                found[pos] = task_regions(task, buffers, memo)
+                continue
+            n = len(ins)  # the codes without a comprehension: most tasks have one to three operands
+            codes_in = (
+                (code[ins[0]],)
+                if n == 1
+                else (code[ins[0]], code[ins[1]])
+                if n == 2
+                else tuple([code[b] for b in ins])
+            )
+            codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+            key: Any = (op, tuple(params.items()), codes_in, codes_out)
+            try:
+                cached = ops.get(key)
+            except TypeError:
+                key, cached = None, None
+            if cached is None:
+                if None in codes_in or None in codes_out:
+                    found[pos] = task_regions(task, buffers, memo)
+                    continue
+                cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
+            found[pos] = (ins, cached[0], outs, cached[1])
+        except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
+            continue
+    return found
+
+
+def _op_regions(
+    memo: Memo,
+    key: Any,
+    op: InstructionKind,
+    params: Mapping[str, Any],
+    codes_in: tuple[int, ...],
+    codes_out: tuple[int, ...],
+) -> tuple[list[Region], list[Region]]:
+    """The logical regions of one op over interned operands, stored in ``memo.ops[key]`` (unless None)."""
+    ins = [memo.operands[c] for c in codes_in]
+    outs = [memo.operands[c] for c in codes_out]
+    reads, writes = op_footprint(op, params, ins, outs)
+    found = (
+        [_logical(r, o) for r, o in zip(reads, ins, strict=True)],
+        [_logical(w, o) for w, o in zip(writes, outs, strict=True)],
+    )
+    if key is not None:
+        memo.ops[key] = found
+    return found
 
 
 def _operands(
