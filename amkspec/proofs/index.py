@@ -160,7 +160,7 @@ class ProgramIndex:
         if found is None:
             if not self._batched:  # every task at once: its checked operand lists are not checked again
                 self._batched = True
-                self._regions = all_task_regions(
+                self._regions[:] = all_task_regions(
                     self.tasks, self.inputs, self.outputs, self.buffers, self._memo
                 )
                 found = self._regions[pos]
@@ -183,9 +183,9 @@ class ProgramIndex:
         found = self._writes.get(bid)
         if found is None:
             found = self._writes[bid] = []
-            regions = self.regions
+            known, regions = self._regions, self.regions
             for w in self.writers.get(bid, ()):
-                _, _, ids, writes = regions(w)  # ``bid`` is among ``ids``
+                _, _, ids, writes = known[w] or regions(w)  # ``bid`` is among ``ids``
                 found.append(writes[0] if len(ids) == 1 else region_of(ids, writes, bid))
         return found
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
-from amkspec.proofs.footprint import Box, Region, first_overlap, uncovered
+from amkspec.proofs.footprint import Box, Region, first_overlap, region_of, uncovered
 from amkspec.proofs.index import ProgramIndex, is_int
 from amkspec.proofs.structure import buffer_problem, page_index
 
@@ -45,9 +45,7 @@ KV_ORDER = register(
 WRITE_WRITE = register(
     "R306", _R, _E, "two writers of a buffer are neither disjoint tiles under one counter nor ordered"
 )
-READONLY_WRITE = register(
-    "R307", _R, _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)"
-)
+READONLY_WRITE = register("R307", _R, _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)")
 UNWRITTEN_COLUMNS = register(
     "R308", _R, _E, "a consumed buffer has elements that no task writes (a read of unwritten data)"
 )
@@ -215,6 +213,7 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
     out_counter = ix.out_counter
+    tiles: dict[tuple[int, ...], tuple[list[int], tuple[int, int] | None, list[Region]]] = {}
     for bid, declared in ix.writers.items():
         if len(declared) < 2:
             continue
@@ -222,11 +221,20 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if kind is None or kind in READONLY_KINDS:
             continue
         regions = ix.write_regions(bid)
-        live = [i for i, reg in enumerate(regions) if reg.boxes != ()]
+        # the same Region objects (tasks with equal operands share them) give the same answer;
+        # ``tiles`` keeps them alive, so their ids stand for their boxes within this check
+        key = tuple(map(id, regions))
+        known = tiles.get(key)
+        if known is None:
+            live = [i for i, reg in enumerate(regions) if reg.boxes != ()]
+            pair = None
+            if len(live) > 1:
+                pair = first_overlap([regions[i] for i in live] if len(live) < len(regions) else regions)
+            known = tiles[key] = (live, pair, regions)
+        live, pair, _ = known
         if len(live) < 2:
             continue
         writers = [declared[i] for i in live] if len(live) < len(declared) else declared
-        pair = first_overlap([regions[i] for i in live] if len(live) < len(declared) else regions)
         counters = {out_counter[w] for w in writers}
         if pair is None and len(counters) == 1 and None not in counters:
             continue
@@ -270,29 +278,37 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     Spec §3.3.
     """
     fulls: dict[tuple[int, ...], Box] = {}
+    gaps_of = _Uncovered()
+    buffers, readers_of, regions = ix.buffers, ix.readers, ix.regions
     for bid, writers in ix.writers.items():
-        kind = _kind(ix, bid)
+        buf = buffers[bid]
+        kind = getattr(buf, "kind", None)
         if kind is not BufferKind.ACTIVATION and kind is not BufferKind.IO_OUTPUT:
             continue
-        readers = ix.readers.get(bid, [])
+        readers = readers_of.get(bid, [])
         if not readers and kind is not BufferKind.IO_OUTPUT:
             continue
-        writes = ix.write_regions(bid)
-        if any(w.boxes is None for w in writes):
-            continue
-        # every writer's operands are usable, so the buffer's shape is a tuple of ints
-        buf = ix.buffers[bid]
+        if len(writers) == 1:  # most buffers: ix.write_regions(bid) without building its list
+            _, _, ids, written = regions(writers[0])
+            writes = [written[0] if len(ids) == 1 else region_of(ids, written, bid)]
+            boxes = writes[0].boxes
+            if boxes is None:
+                continue
+            if len(boxes) == 1 and writers[0] not in readers and boxes[0] == _full_box(fulls, buf.shape):
+                continue  # as _covered_by_one below
+        else:
+            writes = ix.write_regions(bid)
+            if any(w.boxes is None for w in writes):
+                continue
+            # every writer's operands are usable, so the buffer's shape is a tuple of ints
+            if _covered_by_one(writers, writes, _full_box(fulls, buf.shape), readers):
+                continue  # a writer of the whole buffer that reads none of it covers every other read
         shape = tuple(buf.shape)
-        full = fulls.get(shape)
-        if full is None:
-            full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
-        if _covered_by_one(writers, writes, full, readers):
-            continue  # a writer of the whole buffer that reads none of it covers every other read
         if buffer_problem(buf) is not None:
             continue
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
-            gaps = uncovered(Region(None), writes, shape)
+            gaps = gaps_of(None, writes, shape)
         writing = set(writers)
         for r in readers:
             if gaps:
@@ -302,7 +318,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 others = [reg for w, reg in zip(writers, writes, strict=True) if w != r]
                 if not any(not o.is_empty for o in others):
                     continue  # R304 reports a read of elements only the reader writes
-            gaps = uncovered(ix.read_region(r, bid), others, shape)
+            gaps = gaps_of(ix.read_region(r, bid), others, shape)
         if gaps:
             users = f"read by {ix.describe_many(readers)}" if readers else "returned to the host (IO_OUTPUT)"
             yield diag(
@@ -312,6 +328,35 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 tasks=ix.task_ids([*writers, *readers]),
                 buffers=[bid],
             )
+
+
+class _Uncovered:
+    """:func:`~amkspec.proofs.footprint.uncovered` memoised by the regions' identities (one check).
+
+    Only boxes matter. Tasks with equal operands and params share their Region objects (the
+    footprint memo), so the tiles of every layer ask the same question; a region object is
+    immutable and the memo keeps it alive, so the covers' ids stand for their boxes (the target,
+    often a fresh union, is keyed by its boxes). ``target`` None is the whole buffer.
+    """
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[object, ...], tuple[list[Box], Region | None, list[Region]]] = {}
+
+    def __call__(self, target: Region | None, covers: list[Region], shape: tuple[int, ...]) -> list[Box]:
+        key = (shape, None if target is None else target.boxes, *map(id, covers))
+        hit = self.found.get(key)
+        if hit is None:
+            gaps = uncovered(Region(None) if target is None else target, covers, shape)
+            hit = self.found[key] = (gaps, target, list(covers))
+        return hit[0]
+
+
+def _full_box(fulls: dict[tuple[int, ...], Box], shape: tuple[int, ...]) -> Box:
+    """The one box of every element of a buffer of ``shape`` (ints), built once per shape."""
+    full = fulls.get(shape)
+    if full is None:
+        full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
+    return full
 
 
 def _covered_by_one(writers: list[int], writes: list[Region], full: Box, readers: list[int]) -> bool:
