@@ -965,23 +965,29 @@ def all_task_regions(
             else:
                 op, params = getattr(task, "op", None), getattr(task, "params", None)
                 own_in, own_out = getattr(task, "inputs", None), getattr(task, "outputs", None)
-            if (
-                type(op) is not InstructionKind
-                or type(params) is not dict
-                or ins is not own_in
-                or outs is not own_out
-            ):
+            if type(op) is not InstructionKind or type(params) is not dict:
                 found[pos] = task_regions(task, buffers, memo)
                 continue
-            n = len(ins)  # the codes without a comprehension: most tasks have one to three operands
-            codes_in = (
-                (code[ins[0]],)
-                if n == 1
-                else (code[ins[0]], code[ins[1]])
-                if n == 2
-                else tuple([code[b] for b in ins])
-            )
-            codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+            codes_in: tuple[int | None, ...] | None
+            if ins is own_in:  # the codes without a comprehension: most tasks have one to three operands
+                n = len(ins)
+                codes_in = (
+                    (code[ins[0]],)
+                    if n == 1
+                    else (code[ins[0]], code[ins[1]])
+                    if n == 2
+                    else tuple([code[b] for b in ins])
+                )
+            else:  # e.g. a buffer named twice (the caller's list names it once)
+                ins, codes_in = _operands(own_in, buffers, memo)
+            codes_out: tuple[int | None, ...] | None
+            if outs is own_out:
+                codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+            else:
+                outs, codes_out = _operands(own_out, buffers, memo)
+            if codes_in is None or codes_out is None:
+                found[pos] = task_regions(task, buffers, memo)
+                continue
             key: Any = (op, tuple(params.items()), codes_in, codes_out)
             try:
                 cached = ops.get(key)
@@ -1060,7 +1066,7 @@ def task_footprint(task: Any, buffers: Mapping[int, Buffer], memo: Memo | None =
     return Footprint(_by_buffer(ids_in, reads), _by_buffer(ids_out, writes), exact, note)
 
 
-def region_of(ids: tuple[int, ...], regions: list[Region], buffer: int) -> Region:
+def region_of(ids: Sequence[int], regions: list[Region], buffer: int) -> Region:
     """The region of ``buffer`` among one task's operands (union when named twice; EMPTY if absent)."""
     if len(ids) == 1:
         return regions[0] if ids[0] == buffer else EMPTY
@@ -1070,7 +1076,7 @@ def region_of(ids: tuple[int, ...], regions: list[Region], buffer: int) -> Regio
     return found[0] if len(found) == 1 else union(found)
 
 
-def _by_buffer(ids: tuple[int, ...], regions: list[Region]) -> dict[int, Region]:
+def _by_buffer(ids: Sequence[int], regions: list[Region]) -> dict[int, Region]:
     if len(ids) == len(set(ids)):
         return dict(zip(ids, regions, strict=True))
     table: dict[int, list[Region]] = {}

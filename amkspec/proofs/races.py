@@ -79,10 +79,16 @@ def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
     shared = {c: makers for c, makers in ix.producers.items() if len(makers) > 1}
     if not shared:
         return
-    for pos, waits in enumerate(ix.waits):
-        for _, c, t in waits:
-            makers = shared.get(c, ())
-            if makers and type(t) is int and 1 <= t < len(makers) and c != ix.out_counter[pos]:
+    # a task waiting on a counter has an edge from each of its producers (but itself, and a
+    # producer of the counter is exempt), so the successors of one producer per shared counter
+    # are every task that can break the rule
+    waiting: set[int] = set()
+    for producers in shared.values():
+        waiting.update(ix.succs[producers[0]])
+    for pos in sorted(waiting):
+        for _, c, t in ix.waits[pos]:
+            makers = shared.get(c)
+            if makers is not None and type(t) is int and 1 <= t < len(makers) and c != ix.out_counter[pos]:
                 yield diag(
                     PARTIAL_JOIN,
                     f"task {ix.describe(pos)} waits on counter {c} with threshold {t} but counter "
@@ -126,11 +132,12 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     pending: list[tuple[int, int, list[int]]] = []
     queries: list[tuple[int, int]] = []
     out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
+    writers_of = ix.writers
     for bid, readers in ix.readers.items():
         kind = getattr(buffers[bid], "kind", None)
         if type(kind) is not BufferKind or kind in READONLY_KINDS:
             continue
-        writers = ix.writers.get(bid, [])
+        writers = writers_of.get(bid)
         if not writers:
             if kind is not BufferKind.KV_CACHE:
                 yield from _never_produced(ix, bid, kind, readers)
@@ -141,14 +148,14 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         else:
             signals = {out_counter[w] for w in writers}
             signal = signals.pop() if len(signals) == 1 else None
-        if signal is not None:  # skip readers that wait on the one counter every writer signals
-            readers = [r for r in readers if r == lone or signal not in wait_counters[r]]
         for r in readers:
             if r == lone:  # no other writer
                 if kind is not BufferKind.KV_CACHE and not ix.read_region(r, bid).is_empty:
                     yield _self_read(ix, r, bid)
                 continue
             waited = wait_counters[r]
+            if signal is not None and signal in waited:
+                continue  # it waits on the one counter every writer signals
             unresolved = [i for i, w in enumerate(writers) if w != r and out_counter[w] not in waited]
             if unresolved:
                 read, written = ix.read_region(r, bid), ix.write_regions(bid)
