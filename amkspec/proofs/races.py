@@ -444,8 +444,9 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if found:
                 occupants.setdefault(pid, []).append(bid)
     uses: dict[int, list[int]] = {}
-    rank = ix.reach.rank
-    checks: list[tuple[int, int, int]] = []
+    reach = ix.reach
+    rank = reach.rank
+    checks: list[tuple[int, int, int, int | None]] = []
     queries: list[tuple[int, int]] = []
     failed: list[tuple[int, int, int, int, int]] = []
     for pid, bids in occupants.items():
@@ -458,10 +459,25 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if rank[last_use] >= rank[first_write]:
                 failed.append((pid, a, b, last_use, first_write))
                 continue
-            checks.append((pid, a, b))
-            queries.extend(itertools.product(uses[a], writers[b]))
-    ordered = ix.reach.ancestors(queries)
-    for pid, a, b in checks:
+            # a meeting point: the latest direct predecessor of the first write of b
+            preds = ix.preds[first_write]
+            meet = max(preds, key=rank.__getitem__) if preds else None
+            checks.append((pid, a, b, meet))
+            if meet is not None:
+                queries.extend((u, meet) for u in uses[a] if u != meet)
+                queries.extend((meet, w) for w in writers[b])
+    # every use of a at or before the meeting point, and the meeting point before every write of
+    # b, orders every pair (transitively); only the occupant pairs without one ask every pair
+    ordered = reach.ancestors(queries)
+    unproven = [
+        (pid, a, b)
+        for pid, a, b, meet in checks
+        if meet is None
+        or not all(u == meet or (u, meet) in ordered for u in uses[a])
+        or not all((meet, w) in ordered for w in writers[b])
+    ]
+    ordered = reach.ancestors(pair for _, a, b in unproven for pair in itertools.product(uses[a], writers[b]))
+    for pid, a, b in unproven:
         if ordered.issuperset(itertools.product(uses[a], writers[b])):
             continue
         bad = next(pair for pair in itertools.product(uses[a], writers[b]) if pair not in ordered)
