@@ -818,7 +818,7 @@ def op_footprint(
     """Read region per input position and write region per output position, in **stored**
     coordinates; on parameters or shapes the semantics reject, every operand whole (inexact)."""
     try:
-        reads, writes = _RULES[op](params, list(ins), list(outs))
+        reads, writes = _RULES[op](params, ins if type(ins) is list else list(ins), list(outs))
     except (_Reject, ArithmeticError, IndexError) as exc:
         why = str(exc) or type(exc).__name__
         note = f"{op.name}: the semantics reject this task ({why})"
@@ -826,9 +826,10 @@ def op_footprint(
             [attrs.evolve(whole(o.stored), exact=False, note=note) for o in ins],
             [attrs.evolve(whole(o.stored), exact=False, note=note) for o in outs],
         )
-    if all(w.is_empty for w in writes):
-        reads = [EMPTY] * len(reads)
-    return reads, writes
+    for w in writes:  # a loop, not a generator: this runs once per distinct task
+        if not w.is_empty:
+            return reads, writes
+    return [EMPTY] * len(reads), writes
 
 
 def _logical(region: Region, operand: Operand) -> Region:
@@ -859,6 +860,8 @@ class Memo:
         self.by_buffer: dict[int, int | None] = {}
         self.by_shape: dict[tuple[tuple[int, ...], DType], int] = {}
         self.ops: dict[tuple[Any, ...], tuple[list[Region], list[Region]]] = {}
+        self.packed: set[int] = set()
+        """Codes of operands whose logical shape is not the stored one (packed I4)."""
 
     def code(self, bid: int, buffers: Mapping[int, Buffer]) -> int | None:
         """The code of buffer ``bid``'s operand (None when its shape or dtype is unusable)."""
@@ -909,6 +912,8 @@ class Memo:
         if code is None:
             code = self.codes[value] = len(self.operands)
             self.operands.append(operand)
+            if operand.stored != operand.logical:
+                self.packed.add(code)
         return code
 
 
@@ -1013,13 +1018,16 @@ def _op_regions(
     codes_out: tuple[int, ...],
 ) -> tuple[list[Region], list[Region]]:
     """The logical regions of one op over interned operands, stored in ``memo.ops[key]`` (unless None)."""
-    ins = [memo.operands[c] for c in codes_in]
-    outs = [memo.operands[c] for c in codes_out]
-    reads, writes = op_footprint(op, params, ins, outs)
-    found = (
-        [_logical(r, o) for r, o in zip(reads, ins, strict=True)],
-        [_logical(w, o) for w, o in zip(writes, outs, strict=True)],
-    )
+    operands = memo.operands
+    ins = [operands[c] for c in codes_in]
+    outs = [operands[c] for c in codes_out]
+    found = op_footprint(op, params, ins, outs)
+    if not (memo.packed.isdisjoint(codes_in) and memo.packed.isdisjoint(codes_out)):
+        reads, writes = found
+        found = (
+            [_logical(r, o) for r, o in zip(reads, ins, strict=True)],
+            [_logical(w, o) for w, o in zip(writes, outs, strict=True)],
+        )
     if key is not None:
         memo.ops[key] = found
     return found
