@@ -446,7 +446,7 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
     uses: dict[int, list[int]] = {}
     reach = ix.reach
     rank = reach.rank
-    checks: list[tuple[int, int, int, int | None]] = []
+    checks: list[tuple[int, int, int, int | None]] = []  # (page, a, b, gate)
     queries: list[tuple[int, int]] = []
     failed: list[tuple[int, int, int, int, int]] = []
     for pid, bids in occupants.items():
@@ -459,22 +459,17 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if rank[last_use] >= rank[first_write]:
                 failed.append((pid, a, b, last_use, first_write))
                 continue
-            # a meeting point: the latest direct predecessor of the first write of b
-            preds = ix.preds[first_write]
-            meet = max(preds, key=rank.__getitem__) if preds else None
-            checks.append((pid, a, b, meet))
-            if meet is not None:
-                queries.extend((u, meet) for u in uses[a] if u != meet)
-                queries.extend((meet, w) for w in writers[b])
-    # every use of a at or before the meeting point, and the meeting point before every write of
-    # b, orders every pair (transitively); only the occupant pairs without one ask every pair
+            gate = _gate(ix, first_write, writers[b])
+            checks.append((pid, a, b, gate))
+            if gate is not None:
+                queries.extend((u, gate) for u in uses[a])
+    # a use before the gate is before every write of b (transitively); only the occupant pairs
+    # without a gate, or with a use the gate does not follow, ask every pair
     ordered = reach.ancestors(queries)
     unproven = [
         (pid, a, b)
-        for pid, a, b, meet in checks
-        if meet is None
-        or not all(u == meet or (u, meet) in ordered for u in uses[a])
-        or not all((meet, w) in ordered for w in writers[b])
+        for pid, a, b, gate in checks
+        if gate is None or not all((u, gate) in ordered for u in uses[a])
     ]
     ordered = reach.ancestors(pair for _, a, b in unproven for pair in itertools.product(uses[a], writers[b]))
     for pid, a, b in unproven:
@@ -484,6 +479,18 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
         failed.append((pid, a, b, *bad))
     for pid, a, b, u, w in sorted(failed):
         yield _clobber(ix, pid, a, b, u, w)
+
+
+def _gate(ix: ProgramIndex, first_write: int, writers: list[int]) -> int | None:
+    """``first_write`` when every task of ``writers`` (more than one) is it or has all its direct
+    predecessors among its own: whatever happens before ``first_write`` happens before a direct
+    predecessor of it, so before every writer. None otherwise (then every pair is asked)."""
+    preds = ix.preds[first_write]
+    if len(writers) < 2 or not preds:
+        return None
+    need = set(preds)
+    ok = all(w == first_write or need.issubset(ix.preds[w]) for w in writers)
+    return first_write if ok else None
 
 
 def _writers(ix: ProgramIndex, bid: int) -> list[int]:
