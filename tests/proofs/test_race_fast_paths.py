@@ -247,8 +247,11 @@ def test_batched_footprints_equal_each_tasks_own(prog: MegakernelProgram) -> Non
         assert _regions_as_tuples(ix.regions(pos)) == _regions_as_tuples(expected)
 
 
+Dag = tuple[list[list[int]], list[tuple[int, int]]]
+
+
 @st.composite
-def _dags(draw: Any) -> tuple[list[list[int]], list[tuple[int, int]]]:
+def _dags(draw: Any) -> Dag:
     """Predecessor lists of a DAG over positions (edges from lower to higher positions, then
     positions renamed) and query pairs."""
     n = draw(st.integers(1, 14))
@@ -276,7 +279,7 @@ def _closure(preds: list[list[int]], b: int) -> set[int]:
 
 
 @given(_dags())
-def test_reachability_equals_the_transitive_closure(dag: tuple[list[list[int]], list[tuple[int, int]]]) -> None:
+def test_reachability_equals_the_transitive_closure(dag: Dag) -> None:
     preds, pairs = dag
     succs: list[list[int]] = [[] for _ in preds]
     for b, ps in enumerate(preds):
