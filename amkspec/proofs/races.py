@@ -285,7 +285,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     Spec §3.3.
     """
     fulls: dict[tuple[int, ...], Box] = {}
-    gaps_of = _Uncovered()
+    gaps_of, at_origin = _Uncovered(), _AtOrigin()
     buffers, readers_of, regions = ix.buffers, ix.readers, ix.regions
     for bid, writers in ix.writers.items():
         buf = buffers[bid]
@@ -305,10 +305,11 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 continue  # as _covered_by_one below
         else:
             writes = ix.write_regions(bid)
-            if any(w.boxes is None for w in writes):
+            starts = at_origin(writes)
+            if starts is None:
                 continue
             # every writer's operands are usable, so the buffer's shape is a tuple of ints
-            if _covered_by_one(writers, writes, _full_box(fulls, buf.shape), readers):
+            if starts and _covered_by_one(writers, writes, starts, _full_box(fulls, buf.shape), readers):
                 continue  # a writer of the whole buffer that reads none of it covers every other read
         shape = tuple(buf.shape)
         if buffer_problem(buf) is not None:
@@ -366,14 +367,36 @@ def _full_box(fulls: dict[tuple[int, ...], Box], shape: tuple[int, ...]) -> Box:
     return full
 
 
-def _covered_by_one(writers: list[int], writes: list[Region], full: Box, readers: list[int]) -> bool:
-    """Whether some writer writes the one box ``full`` (the whole buffer) and reads none of it."""
-    reading = readers if len(readers) < 8 else set(readers)
-    for w, region in zip(writers, writes, strict=True):
-        boxes = region.boxes
-        if boxes is not None and len(boxes) == 1 and boxes[0] == full and w not in reading:
-            return True
-    return False
+def _covered_by_one(
+    writers: list[int], writes: list[Region], starts: list[int], full: Box, readers: list[int]
+) -> bool:
+    """Whether some writer writes the one box ``full`` (the whole buffer) and reads none of it
+    (``starts``: the positions of the writes that are one box at the origin)."""
+    return any(writes[i].boxes[0] == full and writers[i] not in readers for i in starts)  # type: ignore[index]
+
+
+class _AtOrigin:
+    """Per list of write regions: None when one is unknown (``boxes`` None), else the positions of
+    those that are one box starting at index 0 on every axis (the only ones that can be the whole
+    buffer). Memoised by the regions' identities, as :class:`_Uncovered`."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[int, ...], tuple[list[int] | None, list[Region]]] = {}
+
+    def __call__(self, writes: list[Region]) -> list[int] | None:
+        key = tuple(map(id, writes))
+        hit = self.found.get(key)
+        if hit is None:
+            starts: list[int] | None = []
+            for i, region in enumerate(writes):
+                boxes = region.boxes
+                if boxes is None:
+                    starts = None
+                    break
+                if len(boxes) == 1 and all(lo == 0 for lo, _ in boxes[0]):
+                    starts.append(i)  # type: ignore[union-attr]
+            hit = self.found[key] = (starts, writes)
+        return hit[0]
 
 
 def _show_gaps(gaps: list[Box], shape: tuple[int, ...]) -> str:
