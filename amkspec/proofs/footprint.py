@@ -144,6 +144,10 @@ def row_prefix(shape: Sequence[int], n_rows: int, width: int, cols: int) -> Regi
 def union(regions: Sequence[Region]) -> Region:
     """The union of regions of one buffer (exact only if all are)."""
     first = regions[0] if regions else None
+    if first is not None and all(r is first for r in regions):  # one operand named twice: itself
+        boxes = first.boxes
+        if boxes is None or len(set(boxes)) == len(boxes):
+            return first
     if first is not None and all(r == first for r in regions):  # e.g. one operand named twice
         boxes = first.boxes
         return Region(boxes if boxes is None else tuple(dict.fromkeys(boxes)), first.exact, first.note)
