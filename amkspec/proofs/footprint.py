@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind
+from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, Task
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
 
 Interval = tuple[int, int]
@@ -144,6 +144,10 @@ def row_prefix(shape: Sequence[int], n_rows: int, width: int, cols: int) -> Regi
 def union(regions: Sequence[Region]) -> Region:
     """The union of regions of one buffer (exact only if all are)."""
     first = regions[0] if regions else None
+    if first is not None and all(r is first for r in regions):  # one operand named twice: itself
+        boxes = first.boxes
+        if boxes is None or len(set(boxes)) == len(boxes):
+            return first
     if first is not None and all(r == first for r in regions):  # e.g. one operand named twice
         boxes = first.boxes
         return Region(boxes if boxes is None else tuple(dict.fromkeys(boxes)), first.exact, first.note)
@@ -818,7 +822,7 @@ def op_footprint(
     """Read region per input position and write region per output position, in **stored**
     coordinates; on parameters or shapes the semantics reject, every operand whole (inexact)."""
     try:
-        reads, writes = _RULES[op](params, list(ins), list(outs))
+        reads, writes = _RULES[op](params, ins if type(ins) is list else list(ins), list(outs))
     except (_Reject, ArithmeticError, IndexError) as exc:
         why = str(exc) or type(exc).__name__
         note = f"{op.name}: the semantics reject this task ({why})"
@@ -826,9 +830,10 @@ def op_footprint(
             [attrs.evolve(whole(o.stored), exact=False, note=note) for o in ins],
             [attrs.evolve(whole(o.stored), exact=False, note=note) for o in outs],
         )
-    if all(w.is_empty for w in writes):
-        reads = [EMPTY] * len(reads)
-    return reads, writes
+    for w in writes:  # a loop, not a generator: this runs once per distinct task
+        if not w.is_empty:
+            return reads, writes
+    return [EMPTY] * len(reads), writes
 
 
 def _logical(region: Region, operand: Operand) -> Region:
@@ -859,6 +864,8 @@ class Memo:
         self.by_buffer: dict[int, int | None] = {}
         self.by_shape: dict[tuple[tuple[int, ...], DType], int] = {}
         self.ops: dict[tuple[Any, ...], tuple[list[Region], list[Region]]] = {}
+        self.packed: set[int] = set()
+        """Codes of operands whose logical shape is not the stored one (packed I4)."""
 
     def code(self, bid: int, buffers: Mapping[int, Buffer]) -> int | None:
         """The code of buffer ``bid``'s operand (None when its shape or dtype is unusable)."""
@@ -875,6 +882,33 @@ class Memo:
         self.by_buffer[bid] = code
         return code
 
+    def codes_of(self, buffers: Mapping[int, Buffer]) -> dict[int, int | None]:
+        """:meth:`code` of every buffer id of ``buffers`` (the ``by_buffer`` table, filled)."""
+        known, by_shape = self.by_buffer, self.by_shape
+        records = list(buffers.values())
+        if known or not {*map(type, records)} <= {Buffer}:
+            for bid in buffers:
+                self.code(bid, buffers)
+            return known
+        shapes = [buf.shape for buf in records]
+        dtypes = [buf.dtype for buf in records]
+        dims = [d for shape in shapes if type(shape) is tuple for d in shape]
+        if not (
+            {*map(type, shapes)} <= {tuple}
+            and {*map(type, dtypes)} <= {DType}
+            and {*map(type, dims)} <= {int}  # exact ints: no 1 == True in the keys below
+            and min(dims, default=0) >= 0
+        ):
+            for bid in buffers:
+                self.code(bid, buffers)
+            return known
+        keys = list(zip(shapes, dtypes, strict=True))
+        for key in dict.fromkeys(keys):
+            if key not in by_shape:
+                by_shape[key] = self.intern(Operand.of_shape(*key))
+        known.update(zip(buffers, map(by_shape.__getitem__, keys), strict=True))
+        return known
+
     def intern(self, operand: Operand) -> int:
         """The code of ``operand`` (a new one the first time its value is seen)."""
         value = (operand.stored, operand.uint8, operand.logical)
@@ -882,10 +916,12 @@ class Memo:
         if code is None:
             code = self.codes[value] = len(self.operands)
             self.operands.append(operand)
+            if operand.stored != operand.logical:
+                self.packed.add(code)
         return code
 
 
-TaskRegions = tuple[tuple[int, ...], list[Region], tuple[int, ...], list[Region]]
+TaskRegions = tuple[Sequence[int], list[Region], Sequence[int], list[Region]]
 """``(input ids, read region per input, output ids, write region per output)`` of one task."""
 
 
@@ -907,16 +943,98 @@ def task_regions(task: Any, buffers: Mapping[int, Buffer], memo: Memo) -> TaskRe
     except TypeError:
         key, cached = None, None
     if cached is None:
-        ins = [memo.operands[c] for c in codes_in]
-        outs = [memo.operands[c] for c in codes_out]
-        reads, writes = op_footprint(op, params, ins, outs)
-        cached = (
+        cached = _op_regions(memo, key, op, params, codes_in, codes_out)
+    return ids_in, cached[0], ids_out, cached[1]
+
+
+def all_task_regions(
+    tasks: Sequence[Any],
+    inputs: Sequence[Any],
+    outputs: Sequence[Any],
+    buffers: Mapping[int, Buffer],
+    memo: Memo,
+) -> list[TaskRegions | None]:
+    """:func:`task_regions` of every task, in one pass (the validator's batch path).
+
+    ``inputs[pos]`` (``outputs[pos]``) may be the task's own operand list itself (the same
+    object) when the caller has checked that it holds only int ids of ``buffers``; the ids are
+    then not checked again and the list is returned as the task's ids. A task whose lists are
+    not passed that way, whose opcode or params are not plain, or that names a buffer whose
+    operand is unusable takes :func:`task_regions`. An entry is None where that raised (the
+    caller may then ask :func:`task_regions` again, where the error belongs).
+    """
+    code = memo.codes_of(buffers)
+    ops = memo.ops
+    found: list[TaskRegions | None] = [None] * len(tasks)
+    plain = {*map(type, tasks)} <= {Task}
+    for pos, (task, ins, outs) in enumerate(zip(tasks, inputs, outputs, strict=True)):
+        try:
+            if plain:
+                op, params, own_in, own_out = task.op, task.params, task.inputs, task.outputs
+            else:
+                op, params = getattr(task, "op", None), getattr(task, "params", None)
+                own_in, own_out = getattr(task, "inputs", None), getattr(task, "outputs", None)
+            if type(op) is not InstructionKind or type(params) is not dict:
+                found[pos] = task_regions(task, buffers, memo)
+                continue
+            codes_in: tuple[int | None, ...] | None
+            if ins is own_in:  # the codes without a comprehension: most tasks have one to three operands
+                n = len(ins)
+                codes_in = (
+                    (code[ins[0]],)
+                    if n == 1
+                    else (code[ins[0]], code[ins[1]])
+                    if n == 2
+                    else tuple([code[b] for b in ins])
+                )
+            else:  # e.g. a buffer named twice (the caller's list names it once)
+                ins, codes_in = _operands(own_in, buffers, memo)
+            codes_out: tuple[int | None, ...] | None
+            if outs is own_out:
+                codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+            else:
+                outs, codes_out = _operands(own_out, buffers, memo)
+            if codes_in is None or codes_out is None:
+                found[pos] = task_regions(task, buffers, memo)
+                continue
+            key: Any = (op, tuple(params.items()), codes_in, codes_out)
+            try:
+                cached = ops.get(key)
+            except TypeError:
+                key, cached = None, None
+            if cached is None:
+                if None in codes_in or None in codes_out:
+                    found[pos] = task_regions(task, buffers, memo)
+                    continue
+                cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
+            found[pos] = (ins, cached[0], outs, cached[1])
+        except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
+            continue
+    return found
+
+
+def _op_regions(
+    memo: Memo,
+    key: Any,
+    op: InstructionKind,
+    params: Mapping[str, Any],
+    codes_in: tuple[int, ...],
+    codes_out: tuple[int, ...],
+) -> tuple[list[Region], list[Region]]:
+    """The logical regions of one op over interned operands, stored in ``memo.ops[key]`` (unless None)."""
+    operands = memo.operands
+    ins = [operands[c] for c in codes_in]
+    outs = [operands[c] for c in codes_out]
+    found = op_footprint(op, params, ins, outs)
+    if not (memo.packed.isdisjoint(codes_in) and memo.packed.isdisjoint(codes_out)):
+        reads, writes = found
+        found = (
             [_logical(r, o) for r, o in zip(reads, ins, strict=True)],
             [_logical(w, o) for w, o in zip(writes, outs, strict=True)],
         )
-        if key is not None:
-            memo.ops[key] = cached
-    return ids_in, cached[0], ids_out, cached[1]
+    if key is not None:
+        memo.ops[key] = found
+    return found
 
 
 def _operands(
@@ -960,7 +1078,7 @@ def task_footprint(task: Any, buffers: Mapping[int, Buffer], memo: Memo | None =
     return Footprint(_by_buffer(ids_in, reads), _by_buffer(ids_out, writes), exact, note)
 
 
-def region_of(ids: tuple[int, ...], regions: list[Region], buffer: int) -> Region:
+def region_of(ids: Sequence[int], regions: list[Region], buffer: int) -> Region:
     """The region of ``buffer`` among one task's operands (union when named twice; EMPTY if absent)."""
     if len(ids) == 1:
         return regions[0] if ids[0] == buffer else EMPTY
@@ -970,7 +1088,7 @@ def region_of(ids: tuple[int, ...], regions: list[Region], buffer: int) -> Regio
     return found[0] if len(found) == 1 else union(found)
 
 
-def _by_buffer(ids: tuple[int, ...], regions: list[Region]) -> dict[int, Region]:
+def _by_buffer(ids: Sequence[int], regions: list[Region]) -> dict[int, Region]:
     if len(ids) == len(set(ids)):
         return dict(zip(ids, regions, strict=True))
     table: dict[int, list[Region]] = {}

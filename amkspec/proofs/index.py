@@ -17,7 +17,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TypeGuard
 
 from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
-from amkspec.proofs.footprint import EMPTY, Memo, Region, TaskRegions, region_of, task_regions
+from amkspec.proofs.footprint import (
+    EMPTY,
+    Memo,
+    Region,
+    TaskRegions,
+    all_task_regions,
+    region_of,
+    task_regions,
+)
 from amkspec.proofs.reach import Reachability
 
 
@@ -79,6 +87,7 @@ class ProgramIndex:
         self._reach: Reachability | None = None
         self._memo = Memo()
         self._regions: list[TaskRegions | None] = [None] * n
+        self._batched = False
         self._writes: dict[int, list[Region]] = {}
 
     def _index_tasks(self) -> None:
@@ -181,7 +190,14 @@ class ProgramIndex:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
         found = self._regions[pos]
         if found is None:
-            found = self._regions[pos] = task_regions(self.tasks[pos], self.buffers, self._memo)
+            if not self._batched:  # every task at once: its checked operand lists are not checked again
+                self._batched = True
+                self._regions[:] = all_task_regions(
+                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo
+                )
+                found = self._regions[pos]
+            if found is None:
+                found = self._regions[pos] = task_regions(self.tasks[pos], self.buffers, self._memo)
         return found
 
     def read_region(self, pos: int, bid: int) -> Region:
@@ -199,9 +215,9 @@ class ProgramIndex:
         found = self._writes.get(bid)
         if found is None:
             found = self._writes[bid] = []
-            regions = self.regions
+            known, regions = self._regions, self.regions
             for w in self.writers.get(bid, ()):
-                _, _, ids, writes = regions(w)  # ``bid`` is among ``ids``
+                _, _, ids, writes = known[w] or regions(w)  # ``bid`` is among ``ids``
                 found.append(writes[0] if len(ids) == 1 else region_of(ids, writes, bid))
         return found
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
-from amkspec.proofs.footprint import Box, Region, first_overlap, uncovered
+from amkspec.proofs.footprint import Box, Region, first_overlap, region_of, uncovered
 from amkspec.proofs.index import ProgramIndex, is_int
 from amkspec.proofs.structure import buffer_problem, page_index
 
@@ -45,9 +45,7 @@ KV_ORDER = register(
 WRITE_WRITE = register(
     "R306", _R, _E, "two writers of a buffer are neither disjoint tiles under one counter nor ordered"
 )
-READONLY_WRITE = register(
-    "R307", _R, _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)"
-)
+READONLY_WRITE = register("R307", _R, _E, "a task writes a read-only buffer (WEIGHT, CONST, IO_INPUT)")
 UNWRITTEN_COLUMNS = register(
     "R308", _R, _E, "a consumed buffer has elements that no task writes (a read of unwritten data)"
 )
@@ -81,10 +79,16 @@ def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
     shared = {c: makers for c, makers in ix.producers.items() if len(makers) > 1}
     if not shared:
         return
-    for pos, waits in enumerate(ix.waits):
-        for _, c, t in waits:
-            makers = shared.get(c, ())
-            if makers and type(t) is int and 1 <= t < len(makers) and c != ix.out_counter[pos]:
+    # a task waiting on a counter has an edge from each of its producers (but itself, and a
+    # producer of the counter is exempt), so the successors of one producer per shared counter
+    # are every task that can break the rule
+    waiting: set[int] = set()
+    for producers in shared.values():
+        waiting.update(ix.succs[producers[0]])
+    for pos in sorted(waiting):
+        for _, c, t in ix.waits[pos]:
+            makers = shared.get(c)
+            if makers is not None and type(t) is int and 1 <= t < len(makers) and c != ix.out_counter[pos]:
                 yield diag(
                     PARTIAL_JOIN,
                     f"task {ix.describe(pos)} waits on counter {c} with threshold {t} but counter "
@@ -128,11 +132,12 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     pending: list[tuple[int, int, list[int]]] = []
     queries: list[tuple[int, int]] = []
     out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
+    writers_of = ix.writers
     for bid, readers in ix.readers.items():
         kind = getattr(buffers[bid], "kind", None)
         if type(kind) is not BufferKind or kind in READONLY_KINDS:
             continue
-        writers = ix.writers.get(bid, [])
+        writers = writers_of.get(bid)
         if not writers:
             if kind is not BufferKind.KV_CACHE:
                 yield from _never_produced(ix, bid, kind, readers)
@@ -143,14 +148,14 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         else:
             signals = {out_counter[w] for w in writers}
             signal = signals.pop() if len(signals) == 1 else None
-        if signal is not None:  # skip readers that wait on the one counter every writer signals
-            readers = [r for r in readers if r == lone or signal not in wait_counters[r]]
         for r in readers:
             if r == lone:  # no other writer
                 if kind is not BufferKind.KV_CACHE and not ix.read_region(r, bid).is_empty:
                     yield _self_read(ix, r, bid)
                 continue
             waited = wait_counters[r]
+            if signal is not None and signal in waited:
+                continue  # it waits on the one counter every writer signals
             unresolved = [i for i, w in enumerate(writers) if w != r and out_counter[w] not in waited]
             if unresolved:
                 read, written = ix.read_region(r, bid), ix.write_regions(bid)
@@ -215,6 +220,7 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
     out_counter = ix.out_counter
+    tiles: dict[tuple[int, ...], tuple[list[int], tuple[int, int] | None, list[Region]]] = {}
     for bid, declared in ix.writers.items():
         if len(declared) < 2:
             continue
@@ -222,11 +228,20 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if kind is None or kind in READONLY_KINDS:
             continue
         regions = ix.write_regions(bid)
-        live = [i for i, reg in enumerate(regions) if reg.boxes != ()]
+        # the same Region objects (tasks with equal operands share them) give the same answer;
+        # ``tiles`` keeps them alive, so their ids stand for their boxes within this check
+        key = tuple(map(id, regions))
+        known = tiles.get(key)
+        if known is None:
+            live = [i for i, reg in enumerate(regions) if reg.boxes != ()]
+            pair = None
+            if len(live) > 1:
+                pair = first_overlap([regions[i] for i in live] if len(live) < len(regions) else regions)
+            known = tiles[key] = (live, pair, regions)
+        live, pair, _ = known
         if len(live) < 2:
             continue
         writers = [declared[i] for i in live] if len(live) < len(declared) else declared
-        pair = first_overlap([regions[i] for i in live] if len(live) < len(declared) else regions)
         counters = {out_counter[w] for w in writers}
         if pair is None and len(counters) == 1 and None not in counters:
             continue
@@ -270,29 +285,38 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     Spec §3.3.
     """
     fulls: dict[tuple[int, ...], Box] = {}
+    gaps_of, at_origin = _Uncovered(), _AtOrigin()
+    buffers, readers_of, regions = ix.buffers, ix.readers, ix.regions
     for bid, writers in ix.writers.items():
-        kind = _kind(ix, bid)
+        buf = buffers[bid]
+        kind = getattr(buf, "kind", None)
         if kind is not BufferKind.ACTIVATION and kind is not BufferKind.IO_OUTPUT:
             continue
-        readers = ix.readers.get(bid, [])
+        readers = readers_of.get(bid, [])
         if not readers and kind is not BufferKind.IO_OUTPUT:
             continue
-        writes = ix.write_regions(bid)
-        if any(w.boxes is None for w in writes):
-            continue
-        # every writer's operands are usable, so the buffer's shape is a tuple of ints
-        buf = ix.buffers[bid]
+        if len(writers) == 1:  # most buffers: ix.write_regions(bid) without building its list
+            _, _, ids, written = regions(writers[0])
+            writes = [written[0] if len(ids) == 1 else region_of(ids, written, bid)]
+            boxes = writes[0].boxes
+            if boxes is None:
+                continue
+            if len(boxes) == 1 and writers[0] not in readers and boxes[0] == _full_box(fulls, buf.shape):
+                continue  # as _covered_by_one below
+        else:
+            writes = ix.write_regions(bid)
+            starts = at_origin(writes)
+            if starts is None:
+                continue
+            # every writer's operands are usable, so the buffer's shape is a tuple of ints
+            if starts and _covered_by_one(writers, writes, starts, _full_box(fulls, buf.shape), readers):
+                continue  # a writer of the whole buffer that reads none of it covers every other read
         shape = tuple(buf.shape)
-        full = fulls.get(shape)
-        if full is None:
-            full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
-        if _covered_by_one(writers, writes, full, readers):
-            continue  # a writer of the whole buffer that reads none of it covers every other read
         if buffer_problem(buf) is not None:
             continue
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
-            gaps = uncovered(Region(None), writes, shape)
+            gaps = gaps_of(None, writes, shape)
         writing = set(writers)
         for r in readers:
             if gaps:
@@ -302,7 +326,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 others = [reg for w, reg in zip(writers, writes, strict=True) if w != r]
                 if not any(not o.is_empty for o in others):
                     continue  # R304 reports a read of elements only the reader writes
-            gaps = uncovered(ix.read_region(r, bid), others, shape)
+            gaps = gaps_of(ix.read_region(r, bid), others, shape)
         if gaps:
             users = f"read by {ix.describe_many(readers)}" if readers else "returned to the host (IO_OUTPUT)"
             yield diag(
@@ -314,14 +338,65 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
             )
 
 
-def _covered_by_one(writers: list[int], writes: list[Region], full: Box, readers: list[int]) -> bool:
-    """Whether some writer writes the one box ``full`` (the whole buffer) and reads none of it."""
-    reading = readers if len(readers) < 8 else set(readers)
-    for w, region in zip(writers, writes, strict=True):
-        boxes = region.boxes
-        if boxes is not None and len(boxes) == 1 and boxes[0] == full and w not in reading:
-            return True
-    return False
+class _Uncovered:
+    """:func:`~amkspec.proofs.footprint.uncovered` memoised by the regions' identities (one check).
+
+    Only boxes matter. Tasks with equal operands and params share their Region objects (the
+    footprint memo), so the tiles of every layer ask the same question; a region object is
+    immutable and the memo keeps it alive, so the covers' ids stand for their boxes (the target,
+    often a fresh union, is keyed by its boxes). ``target`` None is the whole buffer.
+    """
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[object, ...], tuple[list[Box], Region | None, list[Region]]] = {}
+
+    def __call__(self, target: Region | None, covers: list[Region], shape: tuple[int, ...]) -> list[Box]:
+        key = (shape, None if target is None else target.boxes, *map(id, covers))
+        hit = self.found.get(key)
+        if hit is None:
+            gaps = uncovered(Region(None) if target is None else target, covers, shape)
+            hit = self.found[key] = (gaps, target, list(covers))
+        return hit[0]
+
+
+def _full_box(fulls: dict[tuple[int, ...], Box], shape: tuple[int, ...]) -> Box:
+    """The one box of every element of a buffer of ``shape`` (ints), built once per shape."""
+    full = fulls.get(shape)
+    if full is None:
+        full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
+    return full
+
+
+def _covered_by_one(
+    writers: list[int], writes: list[Region], starts: list[int], full: Box, readers: list[int]
+) -> bool:
+    """Whether some writer writes the one box ``full`` (the whole buffer) and reads none of it
+    (``starts``: the positions of the writes that are one box at the origin)."""
+    return any(writes[i].boxes[0] == full and writers[i] not in readers for i in starts)  # type: ignore[index]
+
+
+class _AtOrigin:
+    """Per list of write regions: None when one is unknown (``boxes`` None), else the positions of
+    those that are one box starting at index 0 on every axis (the only ones that can be the whole
+    buffer). Memoised by the regions' identities, as :class:`_Uncovered`."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[int, ...], tuple[list[int] | None, list[Region]]] = {}
+
+    def __call__(self, writes: list[Region]) -> list[int] | None:
+        key = tuple(map(id, writes))
+        hit = self.found.get(key)
+        if hit is None:
+            starts: list[int] | None = []
+            for i, region in enumerate(writes):
+                boxes = region.boxes
+                if boxes is None:
+                    starts = None
+                    break
+                if len(boxes) == 1 and all(lo == 0 for lo, _ in boxes[0]):
+                    starts.append(i)  # type: ignore[union-attr]
+            hit = self.found[key] = (starts, writes)
+        return hit[0]
 
 
 def _show_gaps(gaps: list[Box], shape: tuple[int, ...]) -> str:
@@ -392,8 +467,9 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if found:
                 occupants.setdefault(pid, []).append(bid)
     uses: dict[int, list[int]] = {}
-    rank = ix.reach.rank
-    checks: list[tuple[int, int, int]] = []
+    reach = ix.reach
+    rank = reach.rank
+    checks: list[tuple[int, int, int, int | None]] = []  # (page, a, b, gate)
     queries: list[tuple[int, int]] = []
     failed: list[tuple[int, int, int, int, int]] = []
     for pid, bids in occupants.items():
@@ -406,16 +482,38 @@ def check_page_aliasing(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if rank[last_use] >= rank[first_write]:
                 failed.append((pid, a, b, last_use, first_write))
                 continue
-            checks.append((pid, a, b))
-            queries.extend(itertools.product(uses[a], writers[b]))
-    ordered = ix.reach.ancestors(queries)
-    for pid, a, b in checks:
+            gate = _gate(ix, first_write, writers[b])
+            checks.append((pid, a, b, gate))
+            if gate is not None:
+                queries.extend((u, gate) for u in uses[a])
+    # a use before the gate is before every write of b (transitively); only the occupant pairs
+    # without a gate, or with a use the gate does not follow, ask every pair
+    ordered = reach.ancestors(queries)
+    unproven = [
+        (pid, a, b)
+        for pid, a, b, gate in checks
+        if gate is None or not all((u, gate) in ordered for u in uses[a])
+    ]
+    ordered = reach.ancestors(pair for _, a, b in unproven for pair in itertools.product(uses[a], writers[b]))
+    for pid, a, b in unproven:
         if ordered.issuperset(itertools.product(uses[a], writers[b])):
             continue
         bad = next(pair for pair in itertools.product(uses[a], writers[b]) if pair not in ordered)
         failed.append((pid, a, b, *bad))
     for pid, a, b, u, w in sorted(failed):
         yield _clobber(ix, pid, a, b, u, w)
+
+
+def _gate(ix: ProgramIndex, first_write: int, writers: list[int]) -> int | None:
+    """``first_write`` when every task of ``writers`` (more than one) is it or has all its direct
+    predecessors among its own: whatever happens before ``first_write`` happens before a direct
+    predecessor of it, so before every writer. None otherwise (then every pair is asked)."""
+    preds = ix.preds[first_write]
+    if len(writers) < 2 or not preds:
+        return None
+    need = set(preds)
+    ok = all(w == first_write or need.issubset(ix.preds[w]) for w in writers)
+    return first_write if ok else None
 
 
 def _writers(ix: ProgramIndex, bid: int) -> list[int]:

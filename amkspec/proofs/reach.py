@@ -11,7 +11,10 @@ occupants). :meth:`Reachability.ancestors` answers a batch of such pairs:
    order between the first source and the last target. Sources whose windows do
    not overlap are handled in separate passes (each over its own short window),
    and a pass holds at most :data:`CHUNK` sources so memory stays bounded at any
-   program size.
+   program size. A pass for one source and one target (a read that is ordered
+   only transitively, as a residual read of the previous layer) is a depth-first
+   search back from the target instead, over tasks ranked after the source, that
+   stops at the source.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Iterable, Sequence
 
 CHUNK = 4096
 """Sources per bitset pass (bits per Python int)."""
+_SCAN = 16
+"""Predecessor lists up to this length are scanned for a direct edge; longer ones get a set."""
 
 
 class Reachability:
@@ -33,55 +38,85 @@ class Reachability:
         for i, v in enumerate(topo):
             rank[v] = i
         self.rank = rank
-        self._pred_sets: list[frozenset[int]] | None = None
-        self._pred_ranks: list[list[int]] | None = None
+        self._pred_sets: dict[int, frozenset[int]] = {}
         self.queries = 0
         self.bitset_passes = 0
 
     def is_direct(self, a: int, b: int) -> bool:
-        if self._pred_sets is None:
-            self._pred_sets = [frozenset(p) for p in self.preds]
-        return a in self._pred_sets[b]
+        preds = self.preds[b]
+        if len(preds) <= _SCAN:
+            return a in preds
+        found = self._pred_sets.get(b)
+        if found is None:
+            found = self._pred_sets[b] = frozenset(preds)
+        return a in found
 
     def ancestors(self, pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
         """The subset of ``pairs`` ``(a, b)`` where ``a`` strictly happens before ``b``."""
-        rank = self.rank
+        rank, preds, is_direct = self.rank, self.preds, self.is_direct
         yes: set[tuple[int, int]] = set()
         pending: dict[int, set[int]] = defaultdict(set)
+        queries = 0
         for a, b in pairs:
-            self.queries += 1
+            queries += 1
             if rank[a] >= rank[b] or (a, b) in yes:
                 continue
-            if self.is_direct(a, b):
+            if a in preds[b] if len(preds[b]) <= _SCAN else is_direct(a, b):
                 yes.add((a, b))
             else:
                 pending[a].add(b)
+        self.queries += queries
         chunk: list[int] = []
         chunk_hi = -1
         for s in sorted(pending, key=rank.__getitem__):
             if chunk and (rank[s] >= chunk_hi or len(chunk) >= CHUNK):
-                yes.update(self._propagate(chunk, pending))
+                yes.update(self._pass(chunk, pending))
                 chunk, chunk_hi = [], -1
             chunk.append(s)
             chunk_hi = max(chunk_hi, *(rank[t] for t in pending[s]))
         if chunk:
-            yes.update(self._propagate(chunk, pending))
+            yes.update(self._pass(chunk, pending))
         return yes
+
+    def _pass(self, sources: list[int], targets: dict[int, set[int]]) -> set[tuple[int, int]]:
+        """Answer ``(s, t)`` for ``s`` in ``sources``: one search for one pair, else a bitset pass."""
+        if len(sources) == 1 and len(targets[sources[0]]) == 1:
+            (s,) = sources
+            (t,) = targets[s]
+            return {(s, t)} if self._search(s, t) else set()
+        return self._propagate(sources, targets)
+
+    def _search(self, s: int, t: int) -> bool:
+        """Whether ``s`` is an ancestor of ``t``: depth first back from ``t`` over tasks ranked after
+        ``s`` (one predecessor followed at a time: a chain of first predecessors often ends at ``s``)."""
+        self.bitset_passes += 1
+        rank, preds = self.rank, self.preds
+        lo = rank[s]
+        seen = {t}
+        stack = [iter(preds[t])]
+        while stack:
+            p = next(stack[-1], None)
+            if p is None:
+                stack.pop()
+            elif p == s:
+                return True
+            elif rank[p] > lo and p not in seen:
+                seen.add(p)
+                stack.append(iter(preds[p]))
+        return False
 
     def _propagate(self, sources: list[int], targets: dict[int, set[int]]) -> set[tuple[int, int]]:
         """Answer ``(s, t)`` for ``s`` in ``sources`` by one forward bitset pass over the window."""
         self.bitset_passes += 1
-        rank, topo = self.rank, self.topo
-        if self._pred_ranks is None:
-            self._pred_ranks = [[rank[p] for p in self.preds[v]] for v in topo]
-        pred_ranks = self._pred_ranks
+        rank, topo, preds = self.rank, self.topo, self.preds
         lo = rank[sources[0]]
         hi = max(rank[t] for s in sources for t in targets[s])
         seed = {rank[s]: 1 << i for i, s in enumerate(sources)}
         reach = [0] * (hi - lo + 1)
         for r in range(lo, hi + 1):
             bits = seed.get(r, 0)
-            for pr in pred_ranks[r]:
+            for p in preds[topo[r]]:
+                pr = rank[p]
                 if pr >= lo:
                     bits |= reach[pr - lo]
             reach[r - lo] = bits
