@@ -94,6 +94,12 @@ def boxes_meet(a: Box, b: Box) -> bool:
 
 def whole(shape: Sequence[int]) -> Region:
     """Every element of a buffer of ``shape`` (no elements when a dimension is 0)."""
+    rank = len(shape)
+    if rank == 2:  # the common ranks without a min() and a zip
+        rows, cols = shape
+        return Region((((0, rows), (0, cols)),)) if rows > 0 and cols > 0 else EMPTY
+    if rank == 1:
+        return Region((((0, shape[0]),),)) if shape[0] > 0 else EMPTY
     if shape and min(shape) <= 0:
         return EMPTY
     return Region((tuple(zip(itertools.repeat(0), shape)),))
@@ -103,8 +109,18 @@ def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
     """Elements whose index on ``axis`` is in ``[lo, hi)``, every index on the other axes."""
     if not shape or hi <= lo:
         return EMPTY if shape else whole(shape)
-    axis %= len(shape)
-    lo, hi = max(lo, 0), min(hi, shape[axis])
+    rank = len(shape)
+    axis %= rank
+    if lo < 0:
+        lo = 0
+    if rank == 2:  # weights and outputs of tiles: the box without a list, min() or zip
+        rows, cols = shape
+        if rows <= 0 or cols <= 0:
+            return EMPTY
+        if axis == 0:
+            return Region((((lo, hi if hi < rows else rows), (0, cols)),)) if lo < rows and lo < hi else EMPTY
+        return Region((((0, rows), (lo, hi if hi < cols else cols)),)) if lo < cols and lo < hi else EMPTY
+    hi = min(hi, shape[axis])
     if lo >= hi or min(shape) <= 0:
         return EMPTY
     box = list(zip(itertools.repeat(0), shape))
@@ -346,8 +362,13 @@ def _int(value: Any) -> int:
         raise _Reject(f"param {value!r} is not an int") from exc
 
 
-def _param(params: Mapping[str, Any], key: str, default: Callable[[], int]) -> int:
-    return _int(params[key]) if key in params else default()
+def _param(params: Mapping[str, Any], key: str, default: Callable[[], int] | int) -> int:
+    """``int(params[key])``, else ``default`` (called when it is a function: a default read
+    from the operands is only computed when the param is absent)."""
+    if key in params:
+        value = params[key]
+        return value if type(value) is int else _int(value)
+    return default if type(default) is int else default()  # type: ignore[operator]
 
 
 def _need(params: Mapping[str, Any], key: str) -> int:
@@ -402,7 +423,7 @@ def _full(ins: list[Operand], used: int) -> Reads:
 
 
 def _only_first(outs: list[Operand], region: Region) -> Writes:
-    return [region if i == 0 else EMPTY for i in range(len(outs))]
+    return [region, *[EMPTY] * (len(outs) - 1)] if outs else []
 
 
 def _nop(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
@@ -437,7 +458,7 @@ def _copy(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) ->
 def _softmax(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
     _arity(ins, outs, 1, 1)
     rank = max(len(ins[0].stored), 1)
-    if not -rank <= _param(params, "dim", lambda: -1) < rank:
+    if not -rank <= _param(params, "dim", -1) < rank:
         raise _Reject("SOFTMAX dim out of range")
     return _elementwise(1)(params, ins, outs)
 
@@ -516,10 +537,10 @@ def _attention(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand
     q, kc, vc = ins[0].stored, ins[1].stored, ins[2].stored
     hd = _need(params, "head_dim")
     n_heads = _param(params, "n_heads", lambda: q[-2] if len(q) >= 2 else 1)
-    n_kv = _param(params, "n_kv_heads", lambda: n_heads)
+    n_kv = _param(params, "n_kv_heads", n_heads)
     if n_kv <= 0 or n_heads % n_kv or len(kc) not in (3, 4) or kc[-2] * n_kv == 0 or len(vc) != len(kc):
         raise _Reject("ATTENTION_TILE heads")
-    start = _param(params, "kv_start", lambda: 0)
+    start = _param(params, "kv_start", 0)
     length = _param(params, "kv_len", lambda: kc[-3])
     for cache in (kc, vc):
         if start < 0 or start + max(length, 0) > cache[-3]:
@@ -530,7 +551,7 @@ def _attention(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand
         raise _Reject("ATTENTION_TILE q does not match the heads")
     if kc[-2] not in (1, n_kv) or vc[-2] not in (1, n_kv) or (batched and kc[0] != vc[0]):
         raise _Reject("ATTENTION_TILE kv heads")
-    partial = not batched and _param(params, "flags", lambda: 0) & AttentionFlags.PARTIAL_WRITE
+    partial = not batched and _param(params, "flags", 0) & AttentionFlags.PARTIAL_WRITE
     result = (n_heads, hd + 2) if partial else (*lead, n_heads, hd)
     _storable(result, outs[0].stored)
     writes = _only_first(outs, whole(outs[0].stored))
@@ -574,10 +595,10 @@ def _dequant(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand])
     if n_rows == 0 or out_n % n_rows:
         raise _Reject("DEQUANT output is not whole rows of q")
     k = out_n // n_rows
-    group = _param(params, "group", lambda: k)
+    group = _param(params, "group", k)
     if group <= 0:
         raise _Reject("group must be positive")
-    qdtype = _param(params, "qdtype", lambda: 0)
+    qdtype = _param(params, "qdtype", 0)
     packed = ins[0].uint8 and q[-1] == (k + 1) // 2
     if qdtype == DType.I4 and packed:
         q_read = whole(q)
@@ -603,13 +624,13 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
     """GEMV_TILE and GEMM_TILE: ``x @ W[n_off:n_off+N_tile].T`` for every row of x (spec §7)."""
     _arity(ins, outs, 2, 1)
     x, out = ins[0].stored, outs[0].stored
-    n_off = _param(params, "n_off", lambda: 0)
+    n_off = _param(params, "n_off", 0)
     k_x = _dim(x, -1)
-    qdtype = _param(params, "qdtype", lambda: 0)
+    qdtype = _param(params, "qdtype", 0)
     if qdtype in (DType.I8, DType.I4) and len(ins) >= 3:
         n_tile = _param(params, "N_tile", lambda: _dim(ins[2].stored, 0))
-        k = _param(params, "K", lambda: k_x)
-        group = _param(params, "group", lambda: k)
+        k = _param(params, "K", k_x)
+        group = _param(params, "group", k)
         if group <= 0 or k != k_x:
             raise _Reject("quantized tile K")
         qw = ins[1].stored
@@ -822,7 +843,9 @@ def op_footprint(
     """Read region per input position and write region per output position, in **stored**
     coordinates; on parameters or shapes the semantics reject, every operand whole (inexact)."""
     try:
-        reads, writes = _RULES[op](params, ins if type(ins) is list else list(ins), list(outs))
+        reads, writes = _RULES[op](
+            params, ins if type(ins) is list else list(ins), outs if type(outs) is list else list(outs)
+        )
     except (_Reject, ArithmeticError, IndexError) as exc:
         why = str(exc) or type(exc).__name__
         note = f"{op.name}: the semantics reject this task ({why})"
@@ -831,7 +854,7 @@ def op_footprint(
             [attrs.evolve(whole(o.stored), exact=False, note=note) for o in outs],
         )
     for w in writes:  # a loop, not a generator: this runs once per distinct task
-        if not w.is_empty:
+        if w.boxes is None or w.boxes:  # not w.is_empty
             return reads, writes
     return [EMPTY] * len(reads), writes
 
@@ -1022,11 +1045,11 @@ def _op_regions(
     codes_out: tuple[int, ...],
 ) -> tuple[list[Region], list[Region]]:
     """The logical regions of one op over interned operands, stored in ``memo.ops[key]`` (unless None)."""
-    operands = memo.operands
+    operands, packed = memo.operands, memo.packed
     ins = [operands[c] for c in codes_in]
     outs = [operands[c] for c in codes_out]
     found = op_footprint(op, params, ins, outs)
-    if not (memo.packed.isdisjoint(codes_in) and memo.packed.isdisjoint(codes_out)):
+    if packed and not (packed.isdisjoint(codes_in) and packed.isdisjoint(codes_out)):
         reads, writes = found
         found = (
             [_logical(r, o) for r, o in zip(reads, ins, strict=True)],
