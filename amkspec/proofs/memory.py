@@ -37,20 +37,17 @@ def _records(buffers: Any) -> dict[int, Buffer]:
     return records
 
 
-class _LazyOperands:
+class _LazyOperands(dict[int, "Operand | None"]):
     """Buffer id → its operand view, built on first use (a program whose tasks share rule keys
-    needs the operands of few buffers)."""
+    needs the operands of few buffers); ``lazy[bid]`` is None for a malformed shape or no buffer."""
 
     def __init__(self, records: dict[int, Buffer]) -> None:
+        super().__init__()
         self.records = records
-        self.built: dict[int, Operand | None] = {}
 
-    def get(self, bid: int) -> Operand | None:
-        """The operand of buffer ``bid``; None for a malformed shape or no buffer."""
-        if bid in self.built:
-            return self.built[bid]
+    def __missing__(self, bid: int) -> Operand | None:
         buf = self.records.get(bid)
-        operand = self.built[bid] = buffer_operand(buf) if buf is not None else None
+        operand = self[bid] = buffer_operand(buf) if buf is not None else None
         return operand
 
 
@@ -125,7 +122,7 @@ def _check_memoised(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagno
     task that :func:`_context` skips reports nothing whatever its key, so the key need not judge it.
     """
     found: list[Diagnostic] = []
-    operand = _LazyOperands(records).get
+    operand = _LazyOperands(records).__getitem__
     kind = _kinds(records).get
     clean: set[tuple[Any, ...]] = set()
     key: tuple[Any, ...] | None
@@ -164,8 +161,16 @@ def _context(
         return None
     if not isinstance(params, dict) or not arity_ok(op, len(inputs), len(outputs)):
         return None
-    ins = [operand(i) if type(i) is int else None for i in inputs]
-    outs = [operand(o) if type(o) is int else None for o in outputs]
-    if None in ins or None in outs:
-        return None
-    return OpContext(task, op, ins, outs, params, found)  # type: ignore[arg-type]  # no None left
+    ins: list[Operand] = []
+    for bid in inputs:  # loops, not comprehensions: most tasks have one to three operands
+        view = operand(bid) if type(bid) is int else None
+        if view is None:
+            return None
+        ins.append(view)
+    outs: list[Operand] = []
+    for bid in outputs:
+        view = operand(bid) if type(bid) is int else None
+        if view is None:
+            return None
+        outs.append(view)
+    return OpContext(task, op, ins, outs, params, found)
