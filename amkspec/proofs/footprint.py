@@ -322,6 +322,10 @@ def _is_shape(shape: tuple[Any, ...]) -> bool:
     return all(type(d) is int and d >= 0 for d in shape)
 
 
+_BYTES = frozenset({DType.I4, DType.U8})
+"""Dtypes the semantics hold as ``uint8`` tensors."""
+
+
 @attrs.frozen(cache_hash=True)
 class Operand:
     """What the semantics see of a bound tensor: its stored shape and whether it is ``uint8``.
@@ -344,7 +348,7 @@ class Operand:
     def of_shape(cls, shape: tuple[int, ...], dtype: DType) -> Operand:
         """The operand of a buffer whose ``shape`` holds only non-negative ints."""
         stored = (*shape[:-1], (shape[-1] + 1) // 2) if dtype is DType.I4 and shape else shape
-        return cls(stored, dtype in (DType.I4, DType.U8), shape)
+        return cls(stored, dtype in _BYTES, shape)
 
     @classmethod
     def scratch(cls, shape: tuple[int, ...], uint8: bool = False) -> Operand:
@@ -433,7 +437,7 @@ def _nop(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> 
 def _elementwise(n_used: int) -> Rule:
     def rule(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
         _arity(ins, outs, n_used, 1)
-        _storable(_broadcast(*(op.stored for op in ins[:n_used])), outs[0].stored)
+        _storable(_broadcast(*[op.stored for op in ins[:n_used]]), outs[0].stored)
         return _full(ins, n_used), _only_first(outs, whole(outs[0].stored))
 
     return rule
@@ -1046,8 +1050,8 @@ def _op_regions(
 ) -> tuple[list[Region], list[Region]]:
     """The logical regions of one op over interned operands, stored in ``memo.ops[key]`` (unless None)."""
     operands, packed = memo.operands, memo.packed
-    ins = [operands[c] for c in codes_in]
-    outs = [operands[c] for c in codes_out]
+    ins = list(map(operands.__getitem__, codes_in))  # map, not a comprehension: no frame per call
+    outs = list(map(operands.__getitem__, codes_out))
     found = op_footprint(op, params, ins, outs)
     if packed and not (packed.isdisjoint(codes_in) and packed.isdisjoint(codes_out)):
         reads, writes = found
