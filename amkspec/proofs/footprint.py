@@ -336,6 +336,17 @@ class Operand:
     stored: tuple[int, ...]
     uint8: bool
     logical: tuple[int, ...]
+    _every: Region | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    @property
+    def every(self) -> Region:
+        """:func:`whole` of the stored shape, built once per operand (an interned operand is
+        read by many tasks' rules)."""
+        region = self._every
+        if region is None:
+            region = whole(self.stored)
+            object.__setattr__(self, "_every", region)  # a frozen record: set once, never changed
+        return region
 
     @classmethod
     def of_buffer(cls, buf: Buffer) -> Operand | None:
@@ -423,7 +434,7 @@ def _arity(ins: list[Operand], outs: list[Operand], n_in: int, n_out: int) -> No
 
 def _full(ins: list[Operand], used: int) -> Reads:
     """Every element of the first ``used`` inputs, nothing of the rest."""
-    return [whole(op.stored) if i < used else EMPTY for i, op in enumerate(ins)]
+    return [op.every if i < used else EMPTY for i, op in enumerate(ins)]
 
 
 def _only_first(outs: list[Operand], region: Region) -> Writes:
@@ -438,7 +449,7 @@ def _elementwise(n_used: int) -> Rule:
     def rule(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
         _arity(ins, outs, n_used, 1)
         _storable(_broadcast(*[op.stored for op in ins[:n_used]]), outs[0].stored)
-        return _full(ins, n_used), _only_first(outs, whole(outs[0].stored))
+        return _full(ins, n_used), _only_first(outs, outs[0].every)
 
     return rule
 
@@ -456,7 +467,7 @@ def _copy(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) ->
     src, dst = ins[0].stored, outs[0].stored
     if len(src) > len(dst) or _broadcast(src, dst) != dst:
         raise _Reject("COPY does not broadcast")
-    return _full(ins, 1), _only_first(outs, whole(dst))
+    return _full(ins, 1), _only_first(outs, outs[0].every)
 
 
 def _softmax(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
@@ -473,7 +484,7 @@ def _argmax(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
     if math.prod(shape) == 0:
         raise _Reject("SAMPLE_ARGMAX of empty logits")
     _storable(shape[:-1], outs[0].stored)
-    return _full(ins, 1), _only_first(outs, whole(outs[0].stored))
+    return _full(ins, 1), _only_first(outs, outs[0].every)
 
 
 def _layernorm(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
@@ -485,7 +496,7 @@ def _layernorm(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand
     if len(ins) > 2 and ins[2].stored != (hidden,):
         raise _Reject("LAYERNORM bias shape")
     _storable(x, outs[0].stored)
-    return _full(ins, min(len(ins), 3)), _only_first(outs, whole(outs[0].stored))
+    return _full(ins, min(len(ins), 3)), _only_first(outs, outs[0].every)
 
 
 def _embed(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
@@ -499,8 +510,8 @@ def _embed(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -
     rows = whole(table)
     if not rows.is_empty and n_ids:
         rows = attrs.evolve(rows, exact=False, note="EMBED reads the table rows its ids select at run time")
-    reads = [whole(ids), rows if n_ids else EMPTY, *[EMPTY] * (len(ins) - 2)]
-    return reads, _only_first(outs, whole(outs[0].stored))
+    reads = [ins[0].every, rows if n_ids else EMPTY, *[EMPTY] * (len(ins) - 2)]
+    return reads, _only_first(outs, outs[0].every)
 
 
 def _kv_append(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
@@ -533,7 +544,7 @@ def _rope(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) ->
     if n_pos < 1 or (len(x) == 3 and n_pos != slabs):
         raise _Reject("ROPE positions")
     positions = Region(tuple(flat_range(ins[1].stored, 0, slabs)))
-    return [whole(x), positions, *[EMPTY] * (len(ins) - 2)], _only_first(outs, whole(outs[0].stored))
+    return [ins[0].every, positions, *[EMPTY] * (len(ins) - 2)], _only_first(outs, outs[0].every)
 
 
 def _attention(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
@@ -558,11 +569,11 @@ def _attention(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand
     partial = not batched and _param(params, "flags", 0) & AttentionFlags.PARTIAL_WRITE
     result = (n_heads, hd + 2) if partial else (*lead, n_heads, hd)
     _storable(result, outs[0].stored)
-    writes = _only_first(outs, whole(outs[0].stored))
+    writes = _only_first(outs, outs[0].every)
     if length <= 0:
         return [EMPTY] * len(ins), writes
     window = [along(kc, -3, start, start + length), along(vc, -3, start, start + length)]
-    return [whole(q), *window, *[EMPTY] * (len(ins) - 3)], writes
+    return [ins[0].every, *window, *[EMPTY] * (len(ins) - 3)], writes
 
 
 def _combine(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
@@ -575,7 +586,7 @@ def _combine(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand])
     if any(math.prod(op.stored) != n_heads * (hd + 2) for op in ins):
         raise _Reject("ATTENTION_COMBINE partials")
     _storable((n_heads, hd), outs[0].stored)
-    return _full(ins, len(ins)), _only_first(outs, whole(outs[0].stored))
+    return _full(ins, len(ins)), _only_first(outs, outs[0].every)
 
 
 def _group_cols(table: Operand, rows: tuple[int, ...], k: int, group: int) -> Region:
@@ -605,7 +616,7 @@ def _dequant(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand])
     qdtype = _param(params, "qdtype", 0)
     packed = ins[0].uint8 and q[-1] == (k + 1) // 2
     if qdtype == DType.I4 and packed:
-        q_read = whole(q)
+        q_read = ins[0].every
     else:
         if q[-1] < k:
             raise _Reject("q holds fewer than K columns")
@@ -614,7 +625,7 @@ def _dequant(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand])
     if len(ins) > 2:
         reads.append(_group_cols(ins[2], rows, k, group))
     reads += [EMPTY] * (len(ins) - len(reads))
-    return reads, _only_first(outs, whole(outs[0].stored))
+    return reads, _only_first(outs, outs[0].every)
 
 
 def _tile_rows(op: Operand, n_off: int, n_tile: int, what: str) -> Region:
@@ -646,7 +657,7 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
         tables = [_tile_rows(op, n_off, n_tile, "scales") for op in ins[2:4]]
         groups = [_group_cols(op, (op.stored[0],), k, group) for op in ins[2:4]]
         reads = [
-            whole(x),
+            ins[0].every,
             _intersect(_tile_rows(ins[1], n_off, n_tile, "W"), along(qw, -1, 0, q_cols)),
             *(_intersect(t, g) for t, g in zip(tables, groups, strict=True)),
         ]
@@ -655,7 +666,7 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
         w = _tile_rows(ins[1], n_off, n_tile, "W")
         if ins[1].stored[1] != k_x:
             raise _Reject("x does not match W")
-        reads = [whole(x), w]
+        reads = [ins[0].every, w]
         if len(ins) > 2:
             bias = ins[2].stored
             if len(bias) != 1 or n_off + n_tile > bias[0]:
