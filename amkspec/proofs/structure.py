@@ -296,7 +296,7 @@ def scan_tasks(ix: ProgramIndex) -> TaskScan:
     records with an int counter."""
     unclean: list[int] = []
     ids_in_place = sms_in_range = True
-    counters, get, arities, top = ix.counters, PARAM_FIELDS.get, _ARITY, _sm_range(ix)[1]
+    counters, arities, top = ix.counters, _ARITY, _sm_range(ix)[1]
     columns = zip(ix.tasks, ix.inputs, ix.outputs, ix.out_counter, ix.waits, strict=True)
     for pos, (task, known_in, known_out, oc, table) in enumerate(columns):
         if type(task) is not Task:
@@ -332,20 +332,13 @@ def scan_tasks(ix: ProgramIndex) -> TaskScan:
         ):
             unclean.append(pos)
             continue
-        # the loops are inline: a call per task costs as much as they do
-        for _, c, t in table:
+        for _, c, t in table:  # inline: a call per task costs as much as the loop
             if c not in counters or type(t) is not int or not 1 <= t <= INT32_MAX:
                 unclean.append(pos)
                 break
         else:
-            for key, value in params.items():
-                kind = get(key)
-                if kind == "i" and type(value) is int and INT32_MIN <= value <= INT32_MAX:
-                    continue
-                if kind == "f" and type(value) in (int, float) and -FLOAT32_MAX <= value <= FLOAT32_MAX:
-                    continue
+            if not _params_clean(params):
                 unclean.append(pos)
-                break
     return TaskScan(unclean, ids_in_place, sms_in_range)
 
 
