@@ -35,6 +35,7 @@ import attrs
 
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, Task
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
+from amkspec.proofs.shapes.context import are_shapes, is_shape
 
 Interval = tuple[int, int]
 """A half-open range ``[start, stop)`` of indices along one dimension."""
@@ -318,10 +319,6 @@ def _disjoint_tiles(regions: Sequence[Region]) -> bool:
 # -- operands --------------------------------------------------------------------------------
 
 
-def _is_shape(shape: tuple[Any, ...]) -> bool:
-    return all(type(d) is int and d >= 0 for d in shape)
-
-
 _BYTES = frozenset({DType.I4, DType.U8})
 """Dtypes the semantics hold as ``uint8`` tensors."""
 
@@ -351,7 +348,7 @@ class Operand:
     @classmethod
     def of_buffer(cls, buf: Buffer) -> Operand | None:
         shape, dtype = getattr(buf, "shape", None), getattr(buf, "dtype", None)
-        if not isinstance(shape, tuple) or not _is_shape(shape) or not isinstance(dtype, DType):
+        if not isinstance(shape, tuple) or not is_shape(shape) or not isinstance(dtype, DType):
             return None
         return cls.of_shape(shape, dtype)
 
@@ -912,7 +909,7 @@ class Memo:
         buf = buffers[bid]
         shape, dtype = getattr(buf, "shape", None), getattr(buf, "dtype", None)
         code: int | None = None
-        if isinstance(shape, tuple) and isinstance(dtype, DType) and _is_shape(shape):
+        if isinstance(shape, tuple) and isinstance(dtype, DType) and is_shape(shape):
             key = (shape if type(shape) is tuple else tuple(shape), dtype)  # exact ints: no 1 == True
             code = self.by_shape.get(key)
             if code is None:
@@ -930,13 +927,7 @@ class Memo:
             return known
         shapes = [buf.shape for buf in records]
         dtypes = [buf.dtype for buf in records]
-        dims = [d for shape in shapes if type(shape) is tuple for d in shape]
-        if not (
-            {*map(type, shapes)} <= {tuple}
-            and {*map(type, dtypes)} <= {DType}
-            and {*map(type, dims)} <= {int}  # exact ints: no 1 == True in the keys below
-            and min(dims, default=0) >= 0
-        ):
+        if not ({*map(type, dtypes)} <= {DType} and are_shapes(shapes)):  # exact ints: no 1 == True
             for bid in buffers:
                 self.code(bid, buffers)
             return known

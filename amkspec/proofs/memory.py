@@ -15,13 +15,20 @@ rules that need it. :func:`check_memory_safety` never raises.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import chain, count
+from itertools import count
 from typing import Any
 
 from amkspec.ir import Buffer, DType, InstructionKind, MegakernelProgram, Task
 from amkspec.proofs.diagnostics import Diagnostic
 from amkspec.proofs.index import ProgramIndex
-from amkspec.proofs.shapes.context import OpContext, Operand, Rule, buffer_operand, operand_kind
+from amkspec.proofs.shapes.context import (
+    OpContext,
+    Operand,
+    Rule,
+    are_shapes,
+    buffer_operand,
+    operand_kind,
+)
 from amkspec.proofs.shapes.registry import OP_RULES, arity_ok, check_op
 
 SHAPE_RULES: dict[InstructionKind, tuple[Rule, ...]] = {op: r.rules for op, r in OP_RULES.items()}
@@ -56,13 +63,11 @@ def _kinds(records: dict[int, Buffer]) -> dict[int, int]:
     buffers with a well-formed shape."""
     buffers = records.values()
     shapes, dtypes = [b.shape for b in buffers], [b.dtype for b in buffers]
-    if {*map(type, shapes)} <= {tuple} and {*map(type, dtypes)} <= {DType}:
-        dims = list(chain.from_iterable(shapes))
-        if {*map(type, dims)} <= {int} and (not dims or min(dims) >= 0):
-            # every kind is (shape, dtype): a column at a time, a new kind named by its position
-            seen: dict[tuple[tuple[int, ...], DType], int] = {}
-            names = map(seen.setdefault, zip(shapes, dtypes, strict=True), count())
-            return dict(zip(records, names, strict=True))
+    if {*map(type, dtypes)} <= {DType} and are_shapes(shapes):
+        # every kind is (shape, dtype): a column at a time, a new kind named by its position
+        seen: dict[tuple[tuple[int, ...], DType], int] = {}
+        names = map(seen.setdefault, zip(shapes, dtypes, strict=True), count())
+        return dict(zip(records, names, strict=True))
     named: dict[tuple[tuple[int, ...], DType | None], int] = {}
     kinds: dict[int, int] = {}
     for bid, buf in records.items():

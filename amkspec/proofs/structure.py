@@ -37,6 +37,7 @@ from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, as_list, is_int
+from amkspec.proofs.shapes.context import are_shapes
 
 _S, _E, _W = Family.STRUCTURE, Severity.ERROR, Severity.WARNING
 DUPLICATE_ID = register("S101", _S, _E, "two buffers, counters, tasks or pages share an id")
@@ -224,12 +225,10 @@ def _all_fine(buffers: list[Any], cap: int) -> bool:
         {*map(type, [b.kind for b in buffers])} <= {BufferKind}
         and {*map(type, [b.dtype for b in buffers])} <= {DType}
         and {*map(type, [b.space for b in buffers])} <= {MemSpace}
-        and {*map(type, shapes)} <= {tuple}
+        and are_shapes(shapes)
         and max(map(len, shapes), default=0) <= ABI_MAX_RANK
+        and max(chain.from_iterable(shapes), default=0) <= INT32_MAX
     ):
-        return False
-    dims = list(chain.from_iterable(shapes))
-    if not ({*map(type, dims)} <= {int} and (not dims or (min(dims) >= 0 and max(dims) <= INT32_MAX))):
         return False
     return sum(map(math.prod, shapes)) * _MAX_ELEMENT_BYTES <= cap
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from amkspec.ir import TARGETS, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import _kinds, _records, check_memory_safety
-from amkspec.proofs.shapes.context import operand_kind
+from amkspec.proofs.shapes.context import are_shapes, is_shape, operand_kind
 from amkspec.proofs.structure import (
     _all_fine,
     buffer_cap,
@@ -139,3 +139,17 @@ def test_memory_safety_ignores_an_index_whose_buffer_table_holds_other_records()
     assert isinstance(ix.buffers[1], Junk)
     for memo in (True, False):
         assert _rows(check_memory_safety(prog, ix, memo=memo)) == _rows(check_memory_safety(prog, memo=memo))
+
+
+_DIMS = st.one_of(st.integers(-2, 5), st.booleans(), st.floats(0, 3))
+
+
+_SHAPES = st.one_of(st.tuples(_DIMS, _DIMS), st.tuples(st.integers(0, 9)), st.lists(st.integers(0, 3)))
+
+
+@given(st.lists(_SHAPES))
+def test_are_shapes_is_is_shape_of_every_entry(shapes: list[object]) -> None:
+    exact = all(type(s) is tuple and all(type(d) is int and d >= 0 for d in s) for s in shapes)
+    assert are_shapes(shapes) == exact
+    if are_shapes(shapes):
+        assert all(is_shape(s) for s in shapes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 from typing import Any
 
 import attrs
@@ -52,6 +53,15 @@ def is_shape(shape: Any) -> bool:
         if type(d) is not int or d < 0:
             return False
     return True
+
+
+def are_shapes(shapes: list[Any]) -> bool:
+    """:func:`is_shape` of every entry, a column at a time: True only when each one is exactly a
+    tuple of exact non-negative ints (a subclass or a bool makes it False: take the per-entry path)."""
+    if not {*map(type, shapes)} <= {tuple}:
+        return False
+    dims = list(chain.from_iterable(shapes))
+    return {*map(type, dims)} <= {int} and min(dims, default=0) >= 0
 
 
 def operand_kind(buf: Buffer) -> tuple[tuple[int, ...], DType | None] | None:
