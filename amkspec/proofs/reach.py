@@ -53,7 +53,7 @@ class Reachability:
 
     def ancestors(self, pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
         """The subset of ``pairs`` ``(a, b)`` where ``a`` strictly happens before ``b``."""
-        rank, preds, is_direct = self.rank, self.preds, self.is_direct
+        rank, is_direct = self.rank, self.is_direct
         yes: set[tuple[int, int]] = set()
         pending: dict[int, set[int]] = defaultdict(set)
         queries = 0
@@ -61,7 +61,7 @@ class Reachability:
             queries += 1
             if rank[a] >= rank[b] or (a, b) in yes:
                 continue
-            if a in preds[b] if len(preds[b]) <= _SCAN else is_direct(a, b):
+            if is_direct(a, b):
                 yes.add((a, b))
             else:
                 pending[a].add(b)
