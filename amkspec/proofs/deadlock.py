@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from operator import gt
 
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, find_cycle, is_int, kahn
@@ -29,9 +30,19 @@ SM_QUEUE = register(
 def check_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Each wait is satisfiable: ``1 <= threshold <= #producers`` and not on the task's own counter.
 
-    Spec §3.2.
+    Spec §3.2. Most programs have no such wait: that shows per counter, when no task waits on its
+    own counter and every waited counter has producers, at least as many as the highest threshold
+    any task waits for on it (:attr:`ProgramIndex.max_threshold`); only then are the waits gone
+    through one by one.
     """
     counters, producers = ix.counters, ix.producers
+    highest = ix.max_threshold
+    if (
+        not ix.self_waiting
+        and highest.keys() <= producers.keys()
+        and not any(map(gt, highest.values(), map(len, map(producers.__getitem__, highest))))
+    ):
+        return
     for pos, waits in enumerate(ix.waits):
         own = ix.out_counter[pos]
         for i, c, t in waits:
