@@ -72,9 +72,11 @@ class ProgramIndex:
     ``self_waiting`` holds the positions of tasks that wait on their own counter;
     ``forward`` is True when every edge goes from a lower to a higher list position (the
     task list itself is then a topological order, as in every lowered program).
-    ``topo`` is a topological order of positions (Kahn, FIFO, ascending seeds) or
-    None when the graph has a cycle. ``rejected_tasks`` collects the positions of
-    tasks a structure check rejected, so that later families skip them.
+    ``topo`` is a topological order of positions, or None when the graph has a cycle: the
+    list order itself when ``forward``, else Kahn's (FIFO, ascending seeds).
+    ``max_threshold`` maps every counter some wait table names to the highest threshold waited
+    for on it (a threshold that is not an int counts as 0). ``rejected_tasks`` collects the
+    positions of tasks a structure check rejected, so that later families skip them.
     """
 
     def __init__(self, prog: MegakernelProgram) -> None:
@@ -114,10 +116,10 @@ class ProgramIndex:
         outs: list[Any]
         ocs: list[Any]
         waits: list[Any]
-        if {*map(type, tasks)} <= {Task}:
+        try:
             ins, outs = [t.inputs for t in tasks], [t.outputs for t in tasks]
             ocs, waits = [t.out_counter for t in tasks], [t.waits for t in tasks]
-        else:
+        except AttributeError:  # not every task is a record with these fields: None where it lacks one
             ins = [getattr(t, "inputs", None) for t in tasks]
             outs = [getattr(t, "outputs", None) for t in tasks]
             ocs = [getattr(t, "out_counter", None) for t in tasks]
@@ -142,15 +144,19 @@ class ProgramIndex:
         The single-wait tables are shared per ``(counter, threshold)``; nothing here is ever
         mutated after it is built.
         """
-        waits_of = self.waits
+        waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
+        producers_of = self.producers.get
         tables: dict[int, tuple[tuple[int, int, int]]] = {}  # counter → its first single-wait table
         others: dict[tuple[int, int], tuple[tuple[int, int, int]]] = {}  # further thresholds
         highest: dict[int, int] = {}
         waiters: dict[int, list[int]] = {}  # counter → positions of the single-wait tasks on it
         general: list[int] = []
         table_of, waiters_of = tables.get, waiters.get
-        run_c = run_t = None  # the wait of the last single-wait task, whose table and list are:
+        # the wait of the last single-wait task and its tables: the tiles of one operation repeat it
+        run_c = run_t = None
         run_table: tuple[tuple[int, int, int]] = ((0, 0, 0),)
+        run_counters: tuple[int] = (0,)
+        run_preds: Sequence[int] = ()
         run: list[int] = []
         for pos, ws in enumerate(waits):
             if type(ws) is not list or not ws:
@@ -161,24 +167,24 @@ class ProgramIndex:
                 and type(c := w.counter) is int
                 and type(t := w.threshold) is int
             ):
-                if c == run_c and t == run_t:  # as the task before (the tiles of one operation)
-                    waits_of[pos] = run_table
-                    run.append(pos)
-                    continue
-                table = table_of(c)
-                if table is None:
-                    table = tables[c] = ((0, c, t),)
-                    highest[c] = t
-                elif table[0][2] != t:
-                    table = _shared_table(c, t, others, highest)
-                waits_of[pos] = run_table = table
-                known = waiters_of(c)
-                if known is None:
-                    run = waiters[c] = [pos]
-                else:
-                    run = known
-                    run.append(pos)
-                run_c, run_t = c, t
+                if c != run_c or t != run_t:
+                    run_c, run_t, run_counters, run_preds = c, t, (c,), producers_of(c, ())
+                    table = table_of(c)
+                    if table is None:
+                        table = tables[c] = ((0, c, t),)
+                        highest[c] = t
+                    elif table[0][2] != t:
+                        table = _shared_table(c, t, others, highest)
+                    run_table = table
+                    known = waiters_of(c)
+                    if known is None:
+                        run = waiters[c] = []
+                    else:
+                        run = known
+                waits_of[pos] = run_table
+                counters_of[pos] = run_counters
+                preds_of[pos] = run_preds
+                run.append(pos)
             else:
                 general.append(pos)
         self.max_threshold = highest
@@ -226,7 +232,7 @@ class ProgramIndex:
             self.preds[pos] = preds
 
     def _link_single_waits(self, waiters: dict[int, list[int]], joined: dict[int, list[int]]) -> None:
-        """Wait counters, predecessors and successors of the tasks in ``waiters`` (counter →
+        """Edge count, direction, self-waits and successors of the tasks in ``waiters`` (counter →
         ascending positions of the tasks that wait on that counter alone), a counter at a time.
 
         A task waiting on counter ``c`` has ``c``'s producers as predecessors (without itself if
@@ -235,18 +241,12 @@ class ProgramIndex:
         ``joined`` waiting on ``c`` among other counters (they are merged in position order, and
         ``joined`` keeps the counters no single-wait task waits on).
         """
-        producers, counters_of, preds_of, succs = self.producers, self.wait_counters, self.preds, self.succs
+        producers, preds_of, succs = self.producers, self.preds, self.succs
         n_edges, forward = 0, True
         for c, after in waiters.items():
-            ctr = (c,)
             preds = producers.get(c)
             if preds is None:
-                for pos in after:
-                    counters_of[pos] = ctr
                 continue
-            for pos in after:
-                counters_of[pos] = ctr
-                preds_of[pos] = preds
             n_edges += len(preds) * len(after)
             if preds[-1] >= after[0]:
                 forward = forward and preds[-1] == after[0]
@@ -261,7 +261,6 @@ class ProgramIndex:
                 succs[p] = after
         self.n_edges += n_edges
         self.forward = self.forward and forward
-
 
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
