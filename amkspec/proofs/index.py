@@ -308,7 +308,7 @@ class ProgramIndex:
         if self._reach is None:
             if self.topo is None:
                 raise ValueError("reachability needs an acyclic program")
-            self._reach = Reachability(self.preds, self.topo)
+            self._reach = Reachability(self.preds, self.topo, in_list_order=self.forward)
         return self._reach
 
     @property

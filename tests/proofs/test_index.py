@@ -142,6 +142,7 @@ def _agree(prog: MegakernelProgram) -> ProgramIndex:
         rank = {v: i for i, v in enumerate(ix.topo)}
         assert sorted(ix.topo) == list(range(ix.n))
         assert all(rank[p] < rank[pos] for pos, found in enumerate(ix.preds) for p in found)
+        assert ix.reach.rank == [rank[pos] for pos in range(ix.n)]
     return ix
 
 
