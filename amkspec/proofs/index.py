@@ -241,10 +241,10 @@ class ProgramIndex:
         ``joined`` waiting on ``c`` among other counters (they are merged in position order, and
         ``joined`` keeps the counters no single-wait task waits on).
         """
-        producers, preds_of, succs = self.producers, self.preds, self.succs
+        producers_of, preds_of, succs = self.producers.get, self.preds, self.succs
         n_edges, forward = 0, True
         for c, after in waiters.items():
-            preds = producers.get(c)
+            preds = producers_of(c)
             if preds is None:
                 continue
             n_edges += len(preds) * len(after)
@@ -254,8 +254,7 @@ class ProgramIndex:
                     for pos in sorted(set(after).intersection(preds)):
                         self.self_waiting.append(pos)
                         preds_of[pos] = [p for p in preds if p != pos] or ()
-            more = joined.pop(c, None)
-            if more is not None:
+            if joined and (more := joined.pop(c, None)) is not None:
                 after = sorted(after + more)
             for p in preds:
                 succs[p] = after
