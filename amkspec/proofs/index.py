@@ -379,6 +379,8 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
     users: dict[int, list[int]] = {}
     users_of = users.get
     repeats: list[int] = []
+    last: int | None = None  # the id of the last one-id field, and its list
+    last_users: list[int] = []
     for pos, refs in enumerate(fields):
         if type(refs) is not list:
             return None
@@ -387,10 +389,16 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
             (a,) = refs
             if type(a) is not int:
                 return None
-            if (named := users_of(a)) is None:
-                users[a] = [pos]
+            if a == last:  # the tiles of one operation write one buffer
+                last_users.append(pos)
+                continue
+            last = a
+            known = users_of(a)
+            if known is None:
+                last_users = users[a] = [pos]
             else:
-                named.append(pos)
+                last_users = known
+                known.append(pos)
         elif size == 2:
             a, b = refs
             if type(a) is not int or type(b) is not int:
