@@ -140,7 +140,7 @@ class ProgramIndex:
         counter: one list per counter serves all of its producers. Most tasks wait on one counter
         with an int threshold: they are grouped by that counter in one pass, and the rest of their
         tables (wait counters, predecessors, edge count, self-waits, direction) is filled in once
-        per counter (:meth:`_link_single_waits`). The others take :meth:`_index_general_wait`.
+        per counter (:meth:`_link_single_waits`). The others take :meth:`_index_general_waits`.
         The single-wait tables are shared per ``(counter, threshold)``; nothing here is ever
         mutated after it is built.
         """
@@ -188,9 +188,7 @@ class ProgramIndex:
             else:
                 general.append(pos)
         self.max_threshold = highest
-        joined: defaultdict[int, list[int]] = defaultdict(list)  # counter → general tasks on it
-        for pos in general:
-            self._index_general_wait(pos, waits[pos], joined)
+        joined = self._index_general_waits(general, waits)
         self._link_single_waits(waiters, joined)
         for c, after in joined.items():
             for p in self.producers[c]:
@@ -201,35 +199,42 @@ class ProgramIndex:
             for pos in self.self_waiting:
                 succs[pos] = [w for w in succs[pos] if w != pos]
 
-    def _index_general_wait(self, pos: int, ws: list[Any], joined: defaultdict[int, list[int]]) -> None:
-        """The wait table, predecessors and edges of a task that does not wait on exactly one
-        counter with an int threshold (several waits, or a record that is not plain)."""
-        table = _wait_table(ws)
-        if not table:
-            return
-        self.waits[pos] = table
-        counters = self.wait_counters[pos] = [c for _, c, _ in table]
-        highest = self.max_threshold
-        for _, c, t in table:
-            t = t if type(t) is int else 0
-            if c not in highest or t > highest[c]:
-                highest[c] = t
-        producers = self.producers
-        distinct = [c for c in dict.fromkeys(counters) if c in producers]
-        if not distinct:
-            return
-        for c in distinct:
-            joined[c].append(pos)
-        # distinct counters have disjoint producer lists
-        preds = sorted([p for c in distinct for p in producers[c]])
-        self.n_edges += len(preds)
-        if self.out_counter[pos] in distinct:
-            preds.remove(pos)
-            self.self_waiting.append(pos)
-        if preds:
-            if preds[-1] > pos:
-                self.forward = False
-            self.preds[pos] = preds
+    def _index_general_waits(self, general: list[int], waits: list[Any]) -> dict[int, list[int]]:
+        """The wait tables, predecessors and edges of the tasks at ``general`` (ascending), which do
+        not wait on exactly one counter with an int threshold (several waits, or a record that is
+        not plain); returns counter → the positions among them that wait on it."""
+        joined: defaultdict[int, list[int]] = defaultdict(list)
+        producers, own, highest = self.producers, self.out_counter, self.max_threshold
+        waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
+        n_edges, forward = 0, True
+        for pos in general:
+            table = _wait_table(waits[pos])
+            if not table:
+                continue
+            waits_of[pos] = table
+            counters = counters_of[pos] = [c for _, c, _ in table]
+            for _, c, t in table:
+                t = t if type(t) is int else 0
+                if c not in highest or t > highest[c]:
+                    highest[c] = t
+            distinct = [c for c in dict.fromkeys(counters) if c in producers]
+            if not distinct:
+                continue
+            for c in distinct:
+                joined[c].append(pos)
+            # distinct counters have disjoint producer lists
+            preds = sorted([p for c in distinct for p in producers[c]])
+            n_edges += len(preds)
+            if own[pos] in distinct:
+                preds.remove(pos)
+                self.self_waiting.append(pos)
+            if preds:
+                if preds[-1] > pos:
+                    forward = False
+                preds_of[pos] = preds
+        self.n_edges += n_edges
+        self.forward = self.forward and forward
+        return joined
 
     def _link_single_waits(self, waiters: dict[int, list[int]], joined: dict[int, list[int]]) -> None:
         """Edge count, direction, self-waits and successors of the tasks in ``waiters`` (counter →
