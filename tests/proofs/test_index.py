@@ -28,6 +28,7 @@ from amkspec.ir import (
 )
 from amkspec.proofs.deadlock import check_waits, may_be_unsatisfiable, unsatisfiable_waits
 from amkspec.proofs.index import ProgramIndex, kahn
+from amkspec.proofs.outputs import check_outputs
 from amkspec.strategies import arbitrary_programs, valid_programs
 
 # -- the definitions, one task at a time -----------------------------------------------------------
@@ -223,8 +224,12 @@ def malformed_programs(draw: st.DrawFn) -> MegakernelProgram:
         b = draw(st.sampled_from(buffers))
         twin = attrs.evolve(b, id=draw(st.one_of(st.just(b.id), _ODD)))
         buffers.insert(draw(st.integers(0, len(buffers))), twin)
+    if buffers and draw(st.booleans()):  # a kind equal to a BufferKind but not one (an int)
+        b = draw(st.sampled_from(buffers))
+        b.kind = int(b.kind)
     if draw(st.booleans()):
-        buffers.append(draw(st.sampled_from([object(), SimpleNamespace(id=True), SimpleNamespace()])))
+        odd_buffer = [object(), SimpleNamespace(id=True), SimpleNamespace(), SimpleNamespace(id=99)]
+        buffers.append(draw(st.sampled_from(odd_buffer)))
     if draw(st.booleans()):
         odd = [Counter(0), Counter(True), SimpleNamespace(id=2), object()]
         counters.insert(0, draw(st.sampled_from(odd)))
@@ -350,3 +355,28 @@ def test_the_waits_screen_passes_only_programs_whose_waits_are_satisfiable(prog:
     assert _rows(check_waits(ix)) == every
     if not may_be_unsatisfiable(ix):
         assert every == []
+
+
+# -- the outputs check's column of kinds ----------------------------------------------------------------
+
+
+@given(st.one_of(arbitrary_programs(), malformed_programs(), valid_programs(max_tasks=10)))
+def test_the_unproduced_outputs_are_those_of_the_definition(prog: MegakernelProgram) -> None:
+    ix = ProgramIndex(prog)
+    want = [
+        bid
+        for bid, buf in ix.buffers.items()
+        if getattr(buf, "kind", None) is BufferKind.IO_OUTPUT and not ix.writers.get(bid)
+    ]
+    assert [d.buffers for d in check_outputs(ix)] == [(bid,) for bid in want]
+
+
+def test_an_output_kind_that_is_only_equal_to_io_output_is_no_output() -> None:
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    z = b.new_buffer("z", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    prog = b.build()
+    prog.buffers[z].kind = int(BufferKind.IO_OUTPUT)  # == IO_OUTPUT, but not the member
+    prog.buffers.append(SimpleNamespace(id=7))  # a record without a kind
+    assert [d.buffers for d in check_outputs(ProgramIndex(prog))] == [(y,)] and x == 0
