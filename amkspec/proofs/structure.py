@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from itertools import chain, compress, count
-from operator import ne
+from operator import itemgetter, ne
 from types import NoneType
 from typing import Any, NamedTuple
 
@@ -289,9 +289,15 @@ class TaskScan(NamedTuple):
 def scan_tasks(ix: ProgramIndex) -> TaskScan:
     """Fast path of the per-task checks: which tasks the detailed checks need to look at (most
     tasks of a real program are clean). A program whose every task is clean is recognised a
-    column at a time (:func:`_scan_columns`); any other goes through :func:`_scan_each`."""
-    scan = _scan_columns(ix)
+    column at a time (:func:`_scan_columns`, from :data:`COLUMNS_MIN_TASKS` tasks on); any other
+    goes through :func:`_scan_each`."""
+    scan = _scan_columns(ix) if ix.n >= COLUMNS_MIN_TASKS else None
     return _scan_each(ix) if scan is None else scan
+
+
+COLUMNS_MIN_TASKS = 128
+"""Smaller programs are scanned task by task: the dozen whole-column passes cost more than the
+per-task tests they replace."""
 
 
 def _scan_each(ix: ProgramIndex) -> TaskScan:
@@ -386,16 +392,15 @@ def _arities_fit(counts: set[tuple[InstructionKind, int, int]]) -> bool:
 
 
 def _tables_fine(ix: ProgramIndex) -> bool:
-    """Every entry of every wait table names a counter with a positive int32 threshold."""
-    try:
-        entries = set(chain.from_iterable(ix.waits))
-    except TypeError:  # an unhashable threshold
+    """Every entry of every wait table names a counter with a positive int32 threshold. (Types
+    are tested before any set is built: a set would keep one of ``1`` and ``True``.)"""
+    entries = list(chain.from_iterable(ix.waits))
+    thresholds = list(map(itemgetter(2), entries))
+    if not {*map(type, thresholds)} <= {int}:
         return False
-    counters = ix.counters
-    for _, c, t in entries:
-        if c not in counters or type(t) is not int or not 1 <= t <= INT32_MAX:
-            return False
-    return True
+    if thresholds and not (min(thresholds) >= 1 and max(thresholds) <= INT32_MAX):
+        return False
+    return ix.counters.keys() >= {*map(itemgetter(1), entries)}
 
 
 def _refs_known(ix: ProgramIndex, ins: list[list[Any]], outs: list[list[Any]], n_in: list[int],
@@ -409,12 +414,8 @@ def _kept_all(ix: ProgramIndex, fields: list[list[Any]], kept: list[list[int]], 
     kept_counts = list(map(len, kept))
     if kept_counts == counts:
         return True
-    short = compress(count(), map(ne, kept_counts, counts))
-    try:
-        refs = set(chain.from_iterable(map(fields.__getitem__, short)))
-    except TypeError:  # an unhashable id
-        return False
-    return {*map(type, refs)} <= {int} and ix.buffers.keys() >= refs
+    refs = list(chain.from_iterable(map(fields.__getitem__, compress(count(), map(ne, kept_counts, counts)))))
+    return {*map(type, refs)} <= {int} and ix.buffers.keys() >= set(refs)  # types first: True == 1
 
 
 def _all_params_clean(columns: TaskColumns) -> bool:
