@@ -39,7 +39,7 @@ from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
 from amkspec.proofs.columns import TaskColumns
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, as_list, is_int
-from amkspec.proofs.shapes.context import are_shapes
+from amkspec.proofs.shapes.context import shape_dims
 
 _S, _E, _W = Family.STRUCTURE, Severity.ERROR, Severity.WARNING
 DUPLICATE_ID = register("S101", _S, _E, "two buffers, counters, tasks or pages share an id")
@@ -225,11 +225,13 @@ def _all_fine(buffers: list[Any], cap: int) -> bool:
         {*map(type, [b.kind for b in buffers])} <= {BufferKind}
         and {*map(type, [b.dtype for b in buffers])} <= {DType}
         and {*map(type, [b.space for b in buffers])} <= {MemSpace}
-        and are_shapes(shapes)
-        and max(map(len, shapes), default=0) <= ABI_MAX_RANK
-        and max(chain.from_iterable(shapes), default=0) <= INT32_MAX
+        and (dims := shape_dims(shapes)) is not None
+        and (rank := max(map(len, shapes), default=0)) <= ABI_MAX_RANK
+        and (widest := max(dims, default=0)) <= INT32_MAX
     ):
         return False
+    if len(shapes) * max(widest, 1) ** rank * _MAX_ELEMENT_BYTES <= cap:  # no buffer has more elements
+        return True
     return sum(map(math.prod, shapes)) * _MAX_ELEMENT_BYTES <= cap
 
 

@@ -18,7 +18,7 @@ from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, Pr
 from amkspec.proofs.columns import param_key, task_columns
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import check_memory_safety
-from amkspec.proofs.structure import _scan_columns, _scan_each, check_structure, scan_tasks
+from amkspec.proofs.structure import _all_fine, _scan_columns, _scan_each, check_structure, scan_tasks
 from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_rule_memo import repeated_tasks
 
@@ -305,3 +305,17 @@ def test_tasks_without_a_params_key_are_each_checked() -> None:
     found = check_memory_safety(prog, memo=True)
     assert [(d.code, list(d.tasks)) for d in found] == [("M401", [100])]
     assert _rows(found) == _rows(check_memory_safety(prog, memo=False))
+
+
+def test_the_buffer_bound_counts_a_rank_0_buffer_as_one_element() -> None:
+    b = ProgramBuilder()
+    b.new_buffer("scalar", BufferKind.IO_INPUT, DType.F32, ())
+    b.new_buffer("empty", BufferKind.IO_INPUT, DType.F32, (0,))
+    buffers = b.build().buffers
+    assert not _all_fine(buffers, 3)  # the scalar alone needs 4 bytes
+    assert _all_fine(buffers, 1 << 20)
+    wide = ProgramBuilder()
+    wide.new_buffer("a", BufferKind.IO_INPUT, DType.F32, (1, 1 << 20))
+    wide.new_buffer("b", BufferKind.IO_INPUT, DType.F32, (1 << 20, 1))
+    # the bound (2 * (2^20)^2 elements) is far above the cap; the exact sum (2^21 elements) is not
+    assert _all_fine(wide.build().buffers, 1 << 24)
