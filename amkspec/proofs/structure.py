@@ -25,6 +25,7 @@ from amkspec.ir import (
     PARAM_FIELDS,
     Buffer,
     BufferKind,
+    Counter,
     DType,
     InstructionKind,
     MemSpace,
@@ -144,7 +145,10 @@ def _in_place(records: list[Any]) -> bool:
 
 def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Counters start at 0 for every launch (spec §1.5, §2)."""
-    for c in as_list(ix.prog.counters):
+    counters = as_list(ix.prog.counters)
+    if {*map(type, counters)} <= {Counter} and _all_zero([c.init for c in counters]):
+        return
+    for c in counters:
         init = getattr(c, "init", None)
         if not (is_int(init) and init == 0):
             cid = getattr(c, "id", None)
@@ -153,6 +157,11 @@ def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 f"counter {cid} has init {init!r}; counters are zeroed before each launch (init must be 0)",
                 counters=[cid],
             )
+
+
+def _all_zero(values: list[Any]) -> bool:
+    """Every value is the int 0 (no ``False``, no ``0.0``)."""
+    return {*map(type, values)} <= {int} and not any(values)
 
 
 # -- buffers ---------------------------------------------------------------------------------
@@ -394,9 +403,11 @@ def _arities_fit(counts: set[tuple[InstructionKind, int, int]]) -> bool:
 
 
 def _tables_fine(ix: ProgramIndex) -> bool:
-    """Every entry of every wait table names a counter with a positive int32 threshold. (Types
-    are tested before any set is built: a set would keep one of ``1`` and ``True``.)"""
-    entries = list(chain.from_iterable(ix.waits))
+    """Every entry of every wait table names a counter with a positive int32 threshold. Tables are
+    taken once each (the index shares one table among the tasks with the same single wait); types
+    are tested before any set is built (a set would keep one of ``1`` and ``True``)."""
+    tables = dict(zip(map(id, ix.waits), ix.waits, strict=True)).values()
+    entries = list(chain.from_iterable(tables))
     thresholds = list(map(itemgetter(2), entries))
     if not {*map(type, thresholds)} <= {int}:
         return False

@@ -18,7 +18,14 @@ from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, Pr
 from amkspec.proofs.columns import param_key, task_columns
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import check_memory_safety
-from amkspec.proofs.structure import _all_fine, _scan_columns, _scan_each, check_structure, scan_tasks
+from amkspec.proofs.structure import (
+    _all_fine,
+    _scan_columns,
+    _scan_each,
+    check_counter_init,
+    check_structure,
+    scan_tasks,
+)
 from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_rule_memo import repeated_tasks
 
@@ -319,3 +326,10 @@ def test_the_buffer_bound_counts_a_rank_0_buffer_as_one_element() -> None:
     wide.new_buffer("b", BufferKind.IO_INPUT, DType.F32, (1 << 20, 1))
     # the bound (2 * (2^20)^2 elements) is far above the cap; the exact sum (2^21 elements) is not
     assert _all_fine(wide.build().buffers, 1 << 24)
+
+
+def test_a_counter_init_equal_to_0_but_not_the_int_0_is_reported() -> None:
+    for init, codes in ((0, []), (False, ["S103"]), (0.0, ["S103"]), (1, ["S103"]), (None, ["S103"])):
+        prog = _layers(2)
+        prog.counters[1] = attrs.evolve(prog.counters[1], init=init)
+        assert [d.code for d in check_counter_init(ProgramIndex(prog))] == codes, init
