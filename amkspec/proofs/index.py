@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from typing import Any, TypeGuard
 
 from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
+from amkspec.proofs.columns import TaskColumns, task_columns
 from amkspec.proofs.footprint import (
     EMPTY,
     Memo,
@@ -185,6 +187,12 @@ class ProgramIndex:
                 succs[p] = after
         for pos in self.self_waiting:
             succs[pos] = [w for w in succs[pos] if w != pos]
+
+    @cached_property
+    def columns(self) -> TaskColumns | None:
+        """The tasks a column at a time (:func:`~amkspec.proofs.columns.task_columns`), built on
+        first use and shared by the checks that read it (structure, memory safety)."""
+        return task_columns(self.tasks)
 
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
