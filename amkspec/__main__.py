@@ -1,5 +1,5 @@
-"""``python -m amkspec`` runs the command line."""
+"""``python -m amkspec`` runs the command line (:mod:`amkspec.launch`)."""
 
-from amkspec.cli import main
+from amkspec.launch import main
 
 main()

@@ -2,7 +2,7 @@
 
 The exit-code contract (docs/guides/robustness.md) is enforced in one place,
 :class:`ErrorBoundary`: whatever a command raises becomes one ``amkspec: error:`` line on
-stderr and an exit code from :data:`EXIT_CODES`; ``amkspec --debug COMMAND ...`` shows the
+stderr and an exit code from :data:`amkspec.exit_codes.EXIT_CODES`; ``amkspec --debug COMMAND ...`` shows the
 traceback instead.
 """
 
@@ -21,23 +21,15 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from amkspec import __version__
-from amkspec.ir import AmkspecError, FormatError, MegakernelProgram, VersionWarning, load
-
-EXIT_OK = 0
-EXIT_REJECTED = 1
-EXIT_UNUSABLE = 2
-EXIT_INTERNAL = 3
-EXIT_INTERRUPTED = 130
-
-EXIT_CODES: tuple[tuple[int, str], ...] = (
-    (EXIT_OK, "success: the file is valid, the check passed, the output was written"),
-    (EXIT_REJECTED, "a verdict against the input: rejected, incorrect, refused, disagreeing"),
-    (EXIT_UNUSABLE, "bad usage or unusable input (unreadable, not JSON, over a limit), or the output "
-                    "could not be written"),
-    (EXIT_INTERNAL, "an internal error: a bug in amkspec (please report it; --debug shows the traceback)"),
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); no partial output file is left"),
+from amkspec.exit_codes import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNUSABLE,
+    INTERRUPTED,
+    error_line,
 )
-"""Every exit code of the CLI and its meaning (the generated table of the robustness guide)."""
+from amkspec.ir import AmkspecError, FormatError, MegakernelProgram, VersionWarning, load
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,7 +84,7 @@ SHORT_USAGE = "usage: amkspec [--debug] [--version] [-h] COMMAND [ARGS]..."
 
 class ErrorBoundary(click.Group):
     """The root group: one error line on stderr and a contract exit code for anything a command
-    raises (:data:`EXIT_CODES`); ``--debug`` re-raises for the traceback."""
+    raises (:data:`amkspec.exit_codes.EXIT_CODES`); ``--debug`` re-raises for the traceback."""
 
     debug = False
 
@@ -163,7 +155,7 @@ def describe(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, click.ClickException):
         return f"{exc.format_message()} (see 'amkspec --help')", exc.exit_code
     if isinstance(exc, (KeyboardInterrupt, click.Abort)):
-        return "interrupted", EXIT_INTERRUPTED
+        return INTERRUPTED, EXIT_INTERRUPTED
     if isinstance(exc, _StdoutError):
         cause = exc.args[0] if exc.args else exc
         reason = getattr(cause, "strerror", None) or str(cause)
@@ -209,7 +201,7 @@ def escape_line(text: str) -> str:
 
 def fail(message: str, code: int = EXIT_UNUSABLE) -> NoReturn:
     """Print one line on stderr and exit with ``code``."""
-    click.echo(f"amkspec: error: {escape_line(message)}", err=True)
+    click.echo(error_line(escape_line(message)), err=True)
     sys.exit(code)
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import click
 
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, fail, main
+from amkspec.cli.base import fail, main
 from amkspec.cli.files import write_output
 from amkspec.cli.params import TIMEOUT
+from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 
 DEFAULT_IMPL = f"{shlex.quote(sys.executable)} -m amkspec.conformance.adapter --vm reference"
 

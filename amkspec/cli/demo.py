@@ -28,9 +28,10 @@ from pathlib import Path
 import click
 
 import amkspec
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, escape_line, fail, main, read_program
+from amkspec.cli.base import escape_line, fail, main, read_program
 from amkspec.cli.display import display_program
 from amkspec.cli.ir_commands import verdict, verdict_line
+from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 from amkspec.ir import AmkspecError
 from amkspec.ir.summary import one_line
 

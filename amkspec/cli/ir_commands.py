@@ -7,9 +7,10 @@ from typing import Any
 
 import click
 
-from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
 from amkspec.cli.display import display_program
 from amkspec.cli.files import read_bytes_file, write_output
+from amkspec.exit_codes import EXIT_REJECTED
 from amkspec.ir import MegakernelProgram, dumps
 from amkspec.ir.schema import program_schema
 from amkspec.ir.summary import summarize

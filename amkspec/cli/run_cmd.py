@@ -18,7 +18,7 @@ import numpy as np
 
 import amkspec
 from amkspec import vms
-from amkspec.cli.base import EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
 from amkspec.cli.demo import demo_step
 from amkspec.cli.files import (
     check_size,
@@ -30,6 +30,7 @@ from amkspec.cli.files import (
     write_output,
 )
 from amkspec.cli.params import SEED
+from amkspec.exit_codes import EXIT_REJECTED
 from amkspec.ir import IR_VERSION, TARGETS, AmkspecError, BufferKind, DType, MegakernelProgram, ScheduleConfig
 
 if TYPE_CHECKING:  # torch is imported only when a command that needs it runs

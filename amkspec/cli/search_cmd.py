@@ -14,9 +14,10 @@ from typing import Any
 
 import click
 
-from amkspec.cli.base import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, main
+from amkspec.cli.base import clean_errors, echo_json, fail, main
 from amkspec.cli.files import read_json_file
 from amkspec.cli.run_cmd import MODEL_NAMES, VM_CHOICE
+from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
 from amkspec.ir import TARGETS
 
 RUNNABLE_MODELS = click.Choice(["medium", "toy", "toy-1L", "toy-2L"])

@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
 from amkspec.cli.display import display_program
 from amkspec.cli.files import read_json_file, refuse_inputs, write_output
 from amkspec.cli.interrupt import interruptible
 from amkspec.cli.params import TIMEOUT
+from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 from amkspec.ir import MegakernelProgram
 
 

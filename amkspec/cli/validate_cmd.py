@@ -13,8 +13,9 @@ from typing import Any
 
 import click
 
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, echo_json, load_error, main, read_program
+from amkspec.cli.base import echo_json, load_error, main, read_program
 from amkspec.cli.display import display_program
+from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, error_line
 from amkspec.ir import AmkspecError
 
 
@@ -39,7 +40,7 @@ def validate_command(files: tuple[str, ...], as_json: bool) -> None:
     results = [_judge(path, as_json) for path in files]
     for r in results:
         if "error" in r:
-            click.echo(f"amkspec: error: {r['file']}: {r['error']}", err=True)
+            click.echo(error_line(f"{r['file']}: {r['error']}"), err=True)
     if as_json:
         echo_json({"files": [{k: v for k, v in r.items() if k != "report"} for r in results]})
     else:

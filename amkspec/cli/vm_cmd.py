@@ -6,10 +6,11 @@ from typing import Any
 
 import click
 
-from amkspec.cli.base import EXIT_OK, EXIT_REJECTED, clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
 from amkspec.cli.display import display_program
 from amkspec.cli.files import read_json_file, read_npz
 from amkspec.cli.params import SEED
+from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 from amkspec.ir import MegakernelProgram
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from itertools import compress
 from operator import not_
 from typing import Any, TypeGuard
 
 from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
+from amkspec.proofs.columns import TaskColumns, task_columns
 from amkspec.proofs.footprint import (
     EMPTY,
     Memo,
@@ -265,6 +267,12 @@ class ProgramIndex:
                 succs[p] = after
         self.n_edges += n_edges
         self.forward = self.forward and forward
+
+    @cached_property
+    def columns(self) -> TaskColumns | None:
+        """The tasks a column at a time (:func:`~amkspec.proofs.columns.task_columns`), built on
+        first use and shared by the checks that read it (structure, memory safety)."""
+        return task_columns(self.tasks)
 
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""

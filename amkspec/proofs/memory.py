@@ -14,11 +14,13 @@ rules that need it. :func:`check_memory_safety` never raises.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from itertools import count
+from collections.abc import Callable, Hashable
+from itertools import compress, count, repeat, zip_longest
+from operator import is_
 from typing import Any
 
 from amkspec.ir import Buffer, DType, InstructionKind, MegakernelProgram, Task
+from amkspec.proofs.columns import TaskColumns, task_columns
 from amkspec.proofs.diagnostics import Diagnostic
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.shapes.context import (
@@ -94,13 +96,14 @@ def check_memory_safety(
     every task; the findings are the same. By default (None) the memo is used from
     :data:`MEMO_MIN_TASKS` tasks on.
     """
-    tasks = prog.tasks if isinstance(prog.tasks, list) else []
+    tasks = index.tasks if index is not None else prog.tasks if isinstance(prog.tasks, list) else []
     if index is not None and {*map(type, index.buffers.values())} <= {Buffer}:
         records = index.buffers  # the same first-by-id map, every record a Buffer
     else:
         records = _records(prog.buffers)
     if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
-        return _check_memoised(tasks, records)
+        columns = index.columns if index is not None else task_columns(tasks)
+        return _check_memoised(tasks, records, columns)
     return _check_each(tasks, records)
 
 
@@ -115,33 +118,18 @@ def _check_each(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic
     return found
 
 
-def _check_memoised(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic]:
-    """Apply the rules to every task whose rule key is not that of a clean task before it.
-
-    The key is what the shape rules of a task depend on: the opcode, each operand's shape and
-    dtype (:func:`_kinds`, inputs then outputs, after the number of inputs), the params by value
-    and type (``True == 1`` but only an int is an int32 param) and, for
-    :attr:`~amkspec.proofs.shapes.registry.OpRules.same_buffer` opcodes, which operands are one
-    buffer; the task's id, label and buffer names appear only in messages. A task without a key
-    (a broken record, or a param holding a list or dict: FUSED recipes) is checked directly. A
-    task that :func:`_context` skips reports nothing whatever its key, so the key need not judge it.
-    """
+def _check_memoised(
+    tasks: list[Any], records: dict[int, Buffer], columns: TaskColumns | None
+) -> list[Diagnostic]:
+    """Apply the rules to every task whose rule key (:func:`_rule_keys`) is not that of a clean
+    task before it. A task that :func:`_context` skips reports nothing whatever its key, so the key
+    need not judge it."""
     found: list[Diagnostic] = []
     operand = _LazyOperands(records).__getitem__
-    kind = _kinds(records).get
-    clean: set[tuple[Any, ...]] = set()
-    key: tuple[Any, ...] | None
-    for task in tasks:
-        try:  # the key is built inline: a call per task would cost as much as building it
-            op, inputs, params = task.op, task.inputs, task.params
-            ids = inputs + task.outputs
-            key = (op, len(inputs), *map(kind, ids), *params.items(), *map(type, params.values()))
-            if op in _SAME_BUFFER:
-                key += (tuple(map(ids.index, ids)),)
-            if key in clean:
-                continue
-        except (AttributeError, TypeError):
-            key = None
+    clean: set[Hashable] = set()
+    for task, key in zip(tasks, _rule_keys(columns, len(tasks), _kinds(records)), strict=True):
+        if key in clean:
+            continue
         ctx = _context(task, operand, found)
         if ctx is None:
             continue
@@ -150,6 +138,39 @@ def _check_memoised(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagno
         if key is not None and len(found) == before:
             clean.add(key)
     return found
+
+
+def _rule_keys(columns: TaskColumns | None, n: int, kinds: dict[int, int]) -> list[Hashable | None]:
+    """Each task's rule key (None: no key), a column at a time.
+
+    The key is what the shape rules of a task depend on: the opcode, the params
+    (:func:`~amkspec.proofs.columns.param_key`: exact about values, types and order), each
+    operand's shape and dtype (:func:`_kinds`; inputs then outputs, one column per operand slot,
+    None past the last operand and for an unknown buffer) and, for
+    :attr:`~amkspec.proofs.shapes.registry.OpRules.same_buffer` opcodes, which operands are one
+    buffer; the task's id, label and buffer names appear only in messages. The numbers of inputs
+    and outputs are not in the key but follow from it for the tasks the rules run on: each of
+    their operands has a kind. No key for a task whose params have none, nor for any task when
+    the tasks are not all Task records or an operand list is not a list of hashables.
+    """
+    if columns is None:
+        return [None] * n
+    ops, ins, outs = columns.ops, columns.inputs, columns.outputs
+    kind = kinds.get
+    try:
+        in_kinds = [map(kind, slot) for slot in zip_longest(*ins)]
+        out_kinds = [map(kind, slot) for slot in zip_longest(*outs)]
+        keys: list[Hashable | None] = list(zip(ops, columns.param_keys, *in_kinds, *out_kinds, strict=True))
+        if not _SAME_BUFFER.isdisjoint(ops):
+            for pos in compress(count(), map(_SAME_BUFFER.__contains__, ops)):
+                ids = ins[pos] + outs[pos]
+                keys[pos] = (keys[pos], tuple(map(ids.index, ids)))
+    except TypeError:
+        return [None] * n
+    if not columns.all_keyed:
+        for pos in compress(count(), map(is_, columns.param_keys, repeat(None))):
+            keys[pos] = None
+    return keys
 
 
 _SAME_BUFFER = frozenset(op for op, r in OP_RULES.items() if r.same_buffer)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, compress, count
+from operator import itemgetter, ne
+from types import NoneType
 from typing import Any, NamedTuple
 
 from amkspec.ir import (
@@ -24,6 +25,7 @@ from amkspec.ir import (
     PARAM_FIELDS,
     Buffer,
     BufferKind,
+    Counter,
     DType,
     InstructionKind,
     MemSpace,
@@ -35,9 +37,10 @@ from amkspec.ir import (
 )
 from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
+from amkspec.proofs.columns import TaskColumns
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, as_list, is_int
-from amkspec.proofs.shapes.context import are_shapes
+from amkspec.proofs.shapes.context import shape_dims
 
 _S, _E, _W = Family.STRUCTURE, Severity.ERROR, Severity.WARNING
 DUPLICATE_ID = register("S101", _S, _E, "two buffers, counters, tasks or pages share an id")
@@ -133,18 +136,19 @@ def check_ids(ix: ProgramIndex, *, tasks_in_place: bool = False) -> Iterator[Dia
 def _in_place(records: list[Any]) -> bool:
     """The common case: every record's id is the int equal to its position (0, 1, 2, ...)."""
     try:
-        ids = list(map(_ID, records))
+        ids = [rec.id for rec in records]
     except AttributeError:
         return False
     return ids == [*range(len(ids))] and {*map(type, ids)} <= {int}  # the type test rules out True
 
 
-_ID = attrgetter("id")
-
 
 def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Counters start at 0 for every launch (spec §1.5, §2)."""
-    for c in as_list(ix.prog.counters):
+    counters = as_list(ix.prog.counters)
+    if {*map(type, counters)} <= {Counter} and _all_zero([c.init for c in counters]):
+        return
+    for c in counters:
         init = getattr(c, "init", None)
         if not (is_int(init) and init == 0):
             cid = getattr(c, "id", None)
@@ -153,6 +157,11 @@ def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 f"counter {cid} has init {init!r}; counters are zeroed before each launch (init must be 0)",
                 counters=[cid],
             )
+
+
+def _all_zero(values: list[Any]) -> bool:
+    """Every value is the int 0 (no ``False``, no ``0.0``)."""
+    return {*map(type, values)} <= {int} and not any(values)
 
 
 # -- buffers ---------------------------------------------------------------------------------
@@ -225,11 +234,13 @@ def _all_fine(buffers: list[Any], cap: int) -> bool:
         {*map(type, [b.kind for b in buffers])} <= {BufferKind}
         and {*map(type, [b.dtype for b in buffers])} <= {DType}
         and {*map(type, [b.space for b in buffers])} <= {MemSpace}
-        and are_shapes(shapes)
-        and max(map(len, shapes), default=0) <= ABI_MAX_RANK
-        and max(chain.from_iterable(shapes), default=0) <= INT32_MAX
+        and (dims := shape_dims(shapes)) is not None
+        and (rank := max(map(len, shapes), default=0)) <= ABI_MAX_RANK
+        and (widest := max(dims, default=0)) <= INT32_MAX
     ):
         return False
+    if len(shapes) * max(widest, 1) ** rank * _MAX_ELEMENT_BYTES <= cap:  # no buffer has more elements
+        return True
     return sum(map(math.prod, shapes)) * _MAX_ELEMENT_BYTES <= cap
 
 
@@ -287,8 +298,21 @@ class TaskScan(NamedTuple):
 
 
 def scan_tasks(ix: ProgramIndex) -> TaskScan:
-    """Fast path of the per-task checks: one pass over the tasks (most of them clean in a real
-    program) that tells which tasks the detailed checks need to look at.
+    """Fast path of the per-task checks: which tasks the detailed checks need to look at (most
+    tasks of a real program are clean). A program whose every task is clean is recognised a
+    column at a time (:func:`_scan_columns`, from :data:`COLUMNS_MIN_TASKS` tasks on); any other
+    goes through :func:`_scan_each`."""
+    scan = _scan_columns(ix) if ix.n >= COLUMNS_MIN_TASKS else None
+    return _scan_each(ix) if scan is None else scan
+
+
+COLUMNS_MIN_TASKS = 128
+"""Smaller programs are scanned task by task: the dozen whole-column passes cost more than the
+per-task tests they replace."""
+
+
+def _scan_each(ix: ProgramIndex) -> TaskScan:
+    """:func:`scan_tasks`, one task at a time.
 
     It reads the index's per-task tables instead of re-resolving references: ``inputs`` and
     ``outputs`` keep the known buffer ids (distinct), ``out_counter`` an int id, ``waits`` the Wait
@@ -339,6 +363,93 @@ def scan_tasks(ix: ProgramIndex) -> TaskScan:
             if not _params_clean(params):
                 unclean.append(pos)
     return TaskScan(unclean, ids_in_place, sms_in_range)
+
+
+def _scan_columns(ix: ProgramIndex) -> TaskScan | None:
+    """:func:`scan_tasks` of a program whose every task is clean, a column at a time (each test
+    of :func:`_scan_each` over all tasks at once), or None when some test fails: then some task
+    may be unclean and the per-task scan tells which."""
+    columns = ix.columns
+    if columns is None or not columns.all_keyed:
+        return None
+    ops, ins, outs, waits = columns.ops, columns.inputs, columns.outputs, columns.waits
+    if not (
+        {*map(type, ops)} <= {InstructionKind}
+        and {*map(type, chain(ins, outs, waits))} <= {list}
+        and {*map(type, columns.params)} <= {dict}
+    ):
+        return None
+    n_in, n_out, n_waits = list(map(len, ins)), list(map(len, outs)), list(map(len, waits))
+    if not (
+        _arities_fit(set(zip(ops, n_in, n_out, strict=True)))
+        and max(n_waits, default=0) <= ABI_MAX_WAITS
+        and n_waits == list(map(len, ix.waits))
+        and ix.counters.keys() >= set(ix.out_counter)
+        and _tables_fine(ix)
+        and _refs_known(ix, ins, outs, n_in, n_out)
+        and _all_params_clean(columns)
+    ):
+        return None
+    return TaskScan([], _in_place(ix.tasks), _sms_fit(ix.tasks, _sm_range(ix)[1]))
+
+
+def _arities_fit(counts: set[tuple[InstructionKind, int, int]]) -> bool:
+    """Every distinct ``(op, inputs, outputs)`` is an opcode's arity within the ABI caps."""
+    for op, n_in, n_out in counts:
+        arity = _ARITY.get(op)
+        if arity is None or n_in not in arity[0] or n_out not in arity[1]:
+            return False
+    return True
+
+
+def _tables_fine(ix: ProgramIndex) -> bool:
+    """Every entry of every wait table names a counter with a positive int32 threshold. Tables are
+    taken once each (the index shares one table among the tasks with the same single wait); types
+    are tested before any set is built (a set would keep one of ``1`` and ``True``)."""
+    tables = dict(zip(map(id, ix.waits), ix.waits, strict=True)).values()
+    entries = list(chain.from_iterable(tables))
+    thresholds = list(map(itemgetter(2), entries))
+    if not {*map(type, thresholds)} <= {int}:
+        return False
+    if thresholds and not (min(thresholds) >= 1 and max(thresholds) <= INT32_MAX):
+        return False
+    return ix.counters.keys() >= {*map(itemgetter(1), entries)}
+
+
+def _refs_known(ix: ProgramIndex, ins: list[list[Any]], outs: list[list[Any]], n_in: list[int],
+                n_out: list[int]) -> bool:
+    """Every task's inputs and outputs are known buffer ids (:func:`_all_buffers`): the index kept
+    all of them, or, where it kept fewer (a repeated id, or an unknown one), they all are."""
+    return _kept_all(ix, ins, ix.inputs, n_in) and _kept_all(ix, outs, ix.outputs, n_out)
+
+
+def _kept_all(ix: ProgramIndex, fields: list[list[Any]], kept: list[list[int]], counts: list[int]) -> bool:
+    kept_counts = list(map(len, kept))
+    if kept_counts == counts:
+        return True
+    refs = list(chain.from_iterable(map(fields.__getitem__, compress(count(), map(ne, kept_counts, counts)))))
+    return {*map(type, refs)} <= {int} and ix.buffers.keys() >= set(refs)  # types first: True == 1
+
+
+def _all_params_clean(columns: TaskColumns) -> bool:
+    """Every task has its opcode's required params, each known and fitting (:func:`_params_clean`),
+    tested once per distinct ``(op, params)`` (:func:`~amkspec.proofs.columns.param_key`)."""
+    groups = zip(columns.ops, columns.param_keys, strict=True)
+    for (op, _), some in dict(zip(groups, columns.params, strict=True)).items():
+        if not (some.keys() >= _ARITY[op][2] and _params_clean(some)):
+            return False
+    return True
+
+
+def _sms_fit(tasks: list[Task], top: int) -> bool:
+    """Every task's sm is None or an int in ``[0, top]``."""
+    sms: list[Any] = [t.sm for t in tasks]
+    kinds = {*map(type, sms)}
+    if not kinds <= {int}:
+        if not kinds <= {int, NoneType}:
+            return False
+        sms = [sm for sm in sms if sm is not None]
+    return not sms or (min(sms) >= 0 and max(sms) <= top)
 
 
 def _all_buffers(ix: ProgramIndex, refs: list[Any]) -> bool:

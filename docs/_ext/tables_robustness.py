@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amkspec.cli.base import EXIT_CODES
+from amkspec.exit_codes import EXIT_CODES
 from amkspec.ir.limits import limit_rows
 
 Table = tuple[list[str], list[list[str]]]

@@ -491,3 +491,28 @@ def test_info_json_is_valid_json_for_a_nan_target(tmp_path: Path) -> None:
     result = run("info", "--json", path)
     assert result.exit_code == 0, result.output
     json.loads(result.stdout, parse_constant=lambda name: pytest.fail(f"{name} in info --json"))
+
+
+_INTERRUPT_AT_IMPORT = """
+import sys
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "amkspec.cli":
+            raise KeyboardInterrupt
+        return None
+sys.meta_path.insert(0, Interrupt())
+from amkspec.launch import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130() -> None:
+    done = subprocess.run([sys.executable, "-c", _INTERRUPT_AT_IMPORT, "validate", "x.json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "amkspec: error: interrupted\n", "")
+
+
+def test_python_dash_m_amkspec_runs_the_command_line_through_launch() -> None:
+    done = subprocess.run([sys.executable, "-m", "amkspec", "--version"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip().endswith("0.1.0"), done.stderr

@@ -58,10 +58,15 @@ def is_shape(shape: Any) -> bool:
 def are_shapes(shapes: list[Any]) -> bool:
     """:func:`is_shape` of every entry, a column at a time: True only when each one is exactly a
     tuple of exact non-negative ints (a subclass or a bool makes it False: take the per-entry path)."""
+    return shape_dims(shapes) is not None
+
+
+def shape_dims(shapes: list[Any]) -> list[int] | None:
+    """Every dim of every shape, in order, when :func:`are_shapes`; else None."""
     if not {*map(type, shapes)} <= {tuple}:
-        return False
+        return None
     dims = list(chain.from_iterable(shapes))
-    return {*map(type, dims)} <= {int} and min(dims, default=0) >= 0
+    return dims if {*map(type, dims)} <= {int} and min(dims, default=0) >= 0 else None
 
 
 def operand_kind(buf: Buffer) -> tuple[tuple[int, ...], DType | None] | None:

@@ -1,0 +1,58 @@
+"""The task list a column at a time (spec §1.4), for the checks that test every task at once.
+
+A check whose outcome depends only on a task's params can run once per distinct params dict;
+its key must then be exact: two dicts share a key only when they hold the same keys and values,
+of the same types, in the same order (:func:`param_keys`).
+"""
+
+from __future__ import annotations
+
+import marshal
+from itertools import repeat
+from typing import Any, NamedTuple
+
+from amkspec.ir import Task
+
+MARSHAL_VERSION = 2
+"""The last marshal format without back-references: equal contents give equal bytes whatever
+objects they share."""
+
+
+class TaskColumns(NamedTuple):
+    """Fields of every task, in task order (:func:`task_columns`)."""
+
+    ops: list[Any]
+    inputs: list[Any]
+    outputs: list[Any]
+    waits: list[Any]
+    params: list[Any]
+    param_keys: list[bytes | None]
+    """:func:`param_key` of each task's params."""
+    all_keyed: bool
+    """No entry of ``param_keys`` is None."""
+
+
+def task_columns(tasks: list[Any]) -> TaskColumns | None:
+    """The columns of a task list whose every record is exactly a :class:`~amkspec.ir.Task`, else None."""
+    if not {*map(type, tasks)} <= {Task}:
+        return None
+    params = [t.params for t in tasks]
+    keys: list[bytes | None]
+    try:  # a column at a time; the first value marshal does not take stops it
+        keys, all_keyed = list(map(marshal.dumps, params, repeat(MARSHAL_VERSION))), True
+    except ValueError:
+        keys, all_keyed = list(map(param_key, params)), False
+    inputs, outputs = [t.inputs for t in tasks], [t.outputs for t in tasks]
+    ops, waits = [t.op for t in tasks], [t.waits for t in tasks]
+    return TaskColumns(ops, inputs, outputs, waits, params, keys, all_keyed)
+
+
+def param_key(params: Any) -> bytes | None:
+    """An exact key of a params dict, ``marshal.dumps``, or None. marshal takes only builtin types,
+    never a subclass (an IntEnum, a str subclass: then None), and writes each value with its type
+    (``True``, ``1`` and ``1.0`` differ; a float by its bits; a tuple is not a list), so equal keys
+    mean equal contents of equal types in equal order."""
+    try:
+        return marshal.dumps(params, MARSHAL_VERSION)
+    except ValueError:
+        return None
