@@ -219,15 +219,16 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     rank = ix.reach.rank
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
-    out_counter = ix.out_counter
+    out_counter, buffers, write_regions = ix.out_counter, ix.buffers, ix.write_regions
+    signal = out_counter.__getitem__
     tiles: dict[tuple[int, ...], tuple[list[int], tuple[int, int] | None, list[Region]]] = {}
     for bid, declared in ix.writers.items():
         if len(declared) < 2:
             continue
-        kind = _kind(ix, bid)
-        if kind is None or kind in READONLY_KINDS:
+        kind = getattr(buffers[bid], "kind", None)  # as _kind: a writer's buffer is in the table
+        if type(kind) is not BufferKind or kind in READONLY_KINDS:
             continue
-        regions = ix.write_regions(bid)
+        regions = write_regions(bid)
         # the same Region objects (tasks with equal operands share them) give the same answer;
         # ``tiles`` keeps them alive, so their ids stand for their boxes within this check
         key = tuple(map(id, regions))
@@ -242,7 +243,7 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if len(live) < 2:
             continue
         writers = [declared[i] for i in live] if len(live) < len(declared) else declared
-        counters = {out_counter[w] for w in writers}
+        counters = set(map(signal, writers))
         if pair is None and len(counters) == 1 and None not in counters:
             continue
         chain = sorted(writers, key=rank.__getitem__)
