@@ -14,7 +14,7 @@ first, then chunked ancestor bitsets), so every check runs at any program size.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
@@ -146,7 +146,7 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if lone is not None:
             signal = out_counter[lone]
         else:
-            signals = {out_counter[w] for w in writers}
+            signals = set(map(out_counter.__getitem__, writers))
             signal = signals.pop() if len(signals) == 1 else None
         for r in readers:
             if r == lone:  # no other writer
@@ -156,6 +156,11 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
             waited = wait_counters[r]
             if signal is not None and signal in waited:
                 continue  # it waits on the one counter every writer signals
+            if lone is not None:  # the one writer is another task whose counter it does not wait on
+                if ix.read_region(r, bid).overlaps(ix.write_regions(bid)[0]):
+                    pending.append((r, bid, writers))
+                    queries.append((lone, r))
+                continue
             unresolved = [i for i, w in enumerate(writers) if w != r and out_counter[w] not in waited]
             if unresolved:
                 read, written = ix.read_region(r, bid), ix.write_regions(bid)
@@ -287,7 +292,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """
     fulls: dict[tuple[int, ...], Box] = {}
     gaps_of, at_origin = _Uncovered(), _AtOrigin()
-    buffers, readers_of, regions = ix.buffers, ix.readers, ix.regions
+    buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
     for bid, writers in ix.writers.items():
         buf = buffers[bid]
         kind = getattr(buf, "kind", None)
@@ -296,20 +301,22 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         readers = readers_of.get(bid, [])
         if not readers and kind is not BufferKind.IO_OUTPUT:
             continue
+        covers: tuple[int, ...] | None = None  # the writes' identities, when shared by a memo
         if len(writers) == 1:  # most buffers: ix.write_regions(bid) without building its list
             _, _, ids, written = regions(writers[0])
-            writes = [written[0] if len(ids) == 1 else region_of(ids, written, bid)]
-            boxes = writes[0].boxes
+            write = written[0] if len(ids) == 1 else region_of(ids, written, bid)
+            boxes = write.boxes
             if boxes is None:
                 continue
             if len(boxes) == 1 and writers[0] not in readers and boxes[0] == _full_box(fulls, buf.shape):
-                continue  # as _covered_by_one below
+                continue  # as a writer of the whole buffer below
+            writes = [write]
         else:
-            writes = ix.write_regions(bid)
-            starts = at_origin(writes)
+            writes = write_regions(bid)
+            covers = tuple(map(id, writes))
+            starts = at_origin(writes, covers)
             if starts is None:
                 continue
-            # every writer's operands are usable, so the buffer's shape is a tuple of ints
             if starts and _covered_by_one(writers, writes, starts, _full_box(fulls, buf.shape), readers):
                 continue  # a writer of the whole buffer that reads none of it covers every other read
         shape = tuple(buf.shape)
@@ -317,17 +324,18 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
             continue
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
-            gaps = gaps_of(None, writes, shape)
-        writing = set(writers)
+            gaps = gaps_of(None, writes, shape, covers)
+        writing: Collection[int] = writers if len(writers) < 16 else set(writers)
         for r in readers:
             if gaps:
                 break
-            others = writes
+            others, known = writes, covers
             if r in writing:
-                others = [reg for w, reg in zip(writers, writes, strict=True) if w != r]
+                others, known = [reg for w, reg in zip(writers, writes, strict=True) if w != r], None
                 if not any(not o.is_empty for o in others):
                     continue  # R304 reports a read of elements only the reader writes
-            gaps = gaps_of(ix.read_region(r, bid), others, shape)
+            ids, reads, _, _ = regions(r)
+            gaps = gaps_of(region_of(ids, reads, bid), others, shape, known)  # ix.read_region(r, bid)
         if gaps:
             users = f"read by {ix.describe_many(readers)}" if readers else "returned to the host (IO_OUTPUT)"
             yield diag(
@@ -351,8 +359,12 @@ class _Uncovered:
     def __init__(self) -> None:
         self.found: dict[tuple[object, ...], tuple[list[Box], Region | None, list[Region]]] = {}
 
-    def __call__(self, target: Region | None, covers: list[Region], shape: tuple[int, ...]) -> list[Box]:
-        key = (shape, None if target is None else target.boxes, *map(id, covers))
+    def __call__(
+        self, target: Region | None, covers: list[Region], shape: tuple[int, ...], ids: tuple[int, ...] | None
+    ) -> list[Box]:
+        """The gaps; ``ids``: the covers' identities when the caller has them (else computed)."""
+        boxes = None if target is None else target.boxes
+        key = (shape, boxes, tuple(map(id, covers)) if ids is None else ids)
         hit = self.found.get(key)
         if hit is None:
             gaps = uncovered(Region(None) if target is None else target, covers, shape)
@@ -372,8 +384,12 @@ def _covered_by_one(
     writers: list[int], writes: list[Region], starts: list[int], full: Box, readers: list[int]
 ) -> bool:
     """Whether some writer writes the one box ``full`` (the whole buffer) and reads none of it
-    (``starts``: the positions of the writes that are one box at the origin)."""
-    return any(writes[i].boxes[0] == full and writers[i] not in readers for i in starts)  # type: ignore[index]
+    (``starts``: the positions of the writes that are one box at the origin; every writer's
+    operands are usable, so the buffer's shape is a tuple of ints)."""
+    for i in starts:  # noqa: SIM110 - a loop, not a generator: most lists hold one position
+        if writes[i].boxes[0] == full and writers[i] not in readers:  # type: ignore[index]
+            return True
+    return False
 
 
 class _AtOrigin:
@@ -384,8 +400,8 @@ class _AtOrigin:
     def __init__(self) -> None:
         self.found: dict[tuple[int, ...], tuple[list[int] | None, list[Region]]] = {}
 
-    def __call__(self, writes: list[Region]) -> list[int] | None:
-        key = tuple(map(id, writes))
+    def __call__(self, writes: list[Region], key: tuple[int, ...]) -> list[int] | None:
+        """The positions; ``key``: ``tuple(map(id, writes))``."""
         hit = self.found.get(key)
         if hit is None:
             starts: list[int] | None = []
