@@ -46,7 +46,8 @@ def _odd_programs(draw: Any) -> MegakernelProgram:
     for pos, task in enumerate(tasks):
         how = draw(st.integers(0, 9))
         if how == 0:
-            tasks[pos] = types.SimpleNamespace(**{k: getattr(task, k) for k in ("op", "params", "inputs", "outputs")})
+            fields = ("op", "params", "inputs", "outputs")
+            tasks[pos] = types.SimpleNamespace(**{k: getattr(task, k) for k in fields})
         elif how == 1:
             task.op = int(task.op) if isinstance(task.op, InstructionKind) else task.op
         elif how == 2 and isinstance(task.params, dict):
