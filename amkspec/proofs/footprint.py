@@ -433,6 +433,8 @@ def _full(ins: list[Operand], used: int) -> Reads:
 
 
 def _only_first(outs: list[Operand], region: Region) -> Writes:
+    if len(outs) == 1:  # most tasks
+        return [region]
     return [region, *[EMPTY] * (len(outs) - 1)] if outs else []
 
 
@@ -669,8 +671,10 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
             reads.append(along(bias, 0, n_off, n_off + n_tile))
     if n_off < 0 or n_off + n_tile > _dim(out, -1):
         raise _Reject("tile columns outside the output")
-    _storable((*x[:-1], n_tile), (*out[:-1], n_tile))
-    reads += [EMPTY] * (len(ins) - len(reads))
+    if x[:-1] != out[:-1]:  # equal shapes are storable
+        _storable((*x[:-1], n_tile), (*out[:-1], n_tile))
+    if len(ins) > len(reads):
+        reads += [EMPTY] * (len(ins) - len(reads))
     return reads, _only_first(outs, along(out, -1, n_off, n_off + n_tile))
 
 
