@@ -132,7 +132,7 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     pending: list[tuple[int, int, list[int]]] = []
     queries: list[tuple[int, int]] = []
     out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
-    writers_of = ix.writers
+    writers_of, regions, meets = ix.writers, ix.regions, _Meets()
     for bid, readers in ix.readers.items():
         kind = getattr(buffers[bid], "kind", None)
         if type(kind) is not BufferKind or kind in READONLY_KINDS:
@@ -143,6 +143,7 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 yield from _never_produced(ix, bid, kind, readers)
             continue
         lone = writers[0] if len(writers) == 1 else None
+        write: Region | None = None  # the lone writer's region, once asked
         if lone is not None:
             signal = out_counter[lone]
         else:
@@ -157,7 +158,11 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if signal is not None and signal in waited:
                 continue  # it waits on the one counter every writer signals
             if lone is not None:  # the one writer is another task whose counter it does not wait on
-                if ix.read_region(r, bid).overlaps(ix.write_regions(bid)[0]):
+                if write is None:
+                    _, _, ids, written = regions(lone)
+                    write = written[0] if len(ids) == 1 else region_of(ids, written, bid)  # ix.write_region
+                ids, reads, _, _ = regions(r)
+                if meets(region_of(ids, reads, bid), write):  # ix.read_region(r, bid) overlaps it
                     pending.append((r, bid, writers))
                     queries.append((lone, r))
                 continue
@@ -173,6 +178,22 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         bad = [w for w in unresolved if (w, r) not in ordered]
         if bad:
             yield _unordered_read(ix, r, bid, bad)
+
+
+class _Meets:
+    """``read.overlaps(write)`` memoised by the regions' identities within one check (tasks with
+    equal operands and params share their Region objects, so every layer asks the same pair; the
+    memo keeps both alive, so their ids stand for them)."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[int, int], tuple[bool, Region, Region]] = {}
+
+    def __call__(self, read: Region, write: Region) -> bool:
+        key = (id(read), id(write))
+        hit = self.found.get(key)
+        if hit is None:
+            hit = self.found[key] = (read.overlaps(write), read, write)
+        return hit[0]
 
 
 def _self_read(ix: ProgramIndex, r: int, bid: int) -> Diagnostic:
