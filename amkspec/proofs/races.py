@@ -314,13 +314,14 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     fulls: dict[tuple[int, ...], Box] = {}
     gaps_of, at_origin = _Uncovered(), _AtOrigin()
     buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
+    activation, returned = BufferKind.ACTIVATION, BufferKind.IO_OUTPUT
     for bid, writers in ix.writers.items():
         buf = buffers[bid]
         kind = getattr(buf, "kind", None)
-        if kind is not BufferKind.ACTIVATION and kind is not BufferKind.IO_OUTPUT:
+        if kind is not activation and kind is not returned:
             continue
         readers = readers_of.get(bid, [])
-        if not readers and kind is not BufferKind.IO_OUTPUT:
+        if not readers and kind is not returned:
             continue
         covers: tuple[int, ...] | None = None  # the writes' identities, when shared by a memo
         if len(writers) == 1:  # most buffers: ix.write_regions(bid) without building its list
@@ -329,7 +330,11 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
             boxes = write.boxes
             if boxes is None:
                 continue
-            if len(boxes) == 1 and writers[0] not in readers and boxes[0] == _full_box(fulls, buf.shape):
+            if (
+                len(boxes) == 1
+                and writers[0] not in readers
+                and boxes[0] == (fulls.get(buf.shape) or _full_box(fulls, buf.shape))
+            ):
                 continue  # as a writer of the whole buffer below
             writes = [write]
         else:
