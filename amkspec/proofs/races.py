@@ -346,8 +346,6 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if starts and _covered_by_one(writers, writes, starts, _full_box(fulls, buf.shape), readers):
                 continue  # a writer of the whole buffer that reads none of it covers every other read
         shape = tuple(buf.shape)
-        if buffer_problem(buf) is not None:
-            continue
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
             gaps = gaps_of(None, writes, shape, covers)
@@ -362,7 +360,9 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                     continue  # R304 reports a read of elements only the reader writes
             ids, reads, _, _ = regions(r)
             gaps = gaps_of(region_of(ids, reads, bid), others, shape, known)  # ix.read_region(r, bid)
-        if gaps:
+        # a malformed buffer is left to the structure checks (asked only here: the gaps of usable
+        # operands are boxes, computed whatever else is wrong with the record)
+        if gaps and buffer_problem(buf) is None:
             users = f"read by {ix.describe_many(readers)}" if readers else "returned to the host (IO_OUTPUT)"
             yield diag(
                 UNWRITTEN_COLUMNS,
