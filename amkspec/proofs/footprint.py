@@ -161,13 +161,11 @@ def row_prefix(shape: Sequence[int], n_rows: int, width: int, cols: int) -> Regi
 def union(regions: Sequence[Region]) -> Region:
     """The union of regions of one buffer (exact only if all are)."""
     first = regions[0] if regions else None
-    if first is not None and all(r is first for r in regions):  # one operand named twice: itself
-        boxes = first.boxes
+    if first is not None and regions.count(first) == len(regions):  # e.g. one operand named twice
+        boxes = first.boxes  # (count: identity first, then ==)
         if boxes is None or len(set(boxes)) == len(boxes):
-            return first
-    if first is not None and all(r == first for r in regions):  # e.g. one operand named twice
-        boxes = first.boxes
-        return Region(boxes if boxes is None else tuple(dict.fromkeys(boxes)), first.exact, first.note)
+            return first  # the union of equal regions is their value
+        return Region(tuple(dict.fromkeys(boxes)), first.exact, first.note)
     if any(r.boxes is None for r in regions):
         notes = "; ".join(sorted({r.note for r in regions if r.note}))
         return Region(None, exact=all(r.exact for r in regions), note=notes)
@@ -435,6 +433,8 @@ def _full(ins: list[Operand], used: int) -> Reads:
 
 
 def _only_first(outs: list[Operand], region: Region) -> Writes:
+    if len(outs) == 1:  # most tasks
+        return [region]
     return [region, *[EMPTY] * (len(outs) - 1)] if outs else []
 
 
@@ -671,8 +671,10 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
             reads.append(along(bias, 0, n_off, n_off + n_tile))
     if n_off < 0 or n_off + n_tile > _dim(out, -1):
         raise _Reject("tile columns outside the output")
-    _storable((*x[:-1], n_tile), (*out[:-1], n_tile))
-    reads += [EMPTY] * (len(ins) - len(reads))
+    if x[:-1] != out[:-1]:  # equal shapes are storable
+        _storable((*x[:-1], n_tile), (*out[:-1], n_tile))
+    if len(ins) > len(reads):
+        reads += [EMPTY] * (len(ins) - len(reads))
     return reads, _only_first(outs, along(out, -1, n_off, n_off + n_tile))
 
 
@@ -931,11 +933,15 @@ class Memo:
             for bid in buffers:
                 self.code(bid, buffers)
             return known
-        keys = list(zip(shapes, dtypes, strict=True))
-        for key in dict.fromkeys(keys):
-            if key not in by_shape:
-                by_shape[key] = self.intern(Operand.of_shape(*key))
-        known.update(zip(buffers, map(by_shape.__getitem__, keys), strict=True))
+        # one hash per buffer: ``first`` maps each distinct (shape, dtype) to the position of its
+        # first buffer (setdefault with a counter), then each position to a code (int keys)
+        first: dict[tuple[tuple[int, ...], DType], int] = {}
+        places = list(map(first.setdefault, zip(shapes, dtypes, strict=True), itertools.count()))
+        code_at: dict[int, int] = {}
+        for key, place in first.items():
+            code = by_shape.get(key)
+            code_at[place] = by_shape[key] = self.intern(Operand.of_shape(*key)) if code is None else code
+        known.update(zip(buffers, map(code_at.__getitem__, places), strict=True))
         return known
 
     def intern(self, operand: Operand) -> int:
@@ -993,52 +999,49 @@ def all_task_regions(
     caller may then ask :func:`task_regions` again, where the error belongs).
     """
     code = memo.codes_of(buffers)
-    ops = memo.ops
-    found: list[TaskRegions | None] = [None] * len(tasks)
-    plain = {*map(type, tasks)} <= {Task}
-    for pos, (task, ins, outs) in enumerate(zip(tasks, inputs, outputs, strict=True)):
+    get = memo.ops.get
+    found: list[TaskRegions | None] = []
+    add = found.append
+    if not {*map(type, tasks)} <= {Task}:  # odd records: each its own way
+        for task in tasks:
+            try:
+                add(task_regions(task, buffers, memo))
+            except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
+                add(None)
+        return found
+    for task, ins, outs in zip(tasks, inputs, outputs, strict=True):
         try:
-            if plain:
-                op, params, own_in, own_out = task.op, task.params, task.inputs, task.outputs
-            else:
-                op, params = getattr(task, "op", None), getattr(task, "params", None)
-                own_in, own_out = getattr(task, "inputs", None), getattr(task, "outputs", None)
+            op, params = task.op, task.params
             if type(op) is not InstructionKind or type(params) is not dict:
-                found[pos] = task_regions(task, buffers, memo)
+                add(task_regions(task, buffers, memo))
                 continue
             codes_in: tuple[int | None, ...] | None
-            if ins is own_in:  # the codes without a comprehension: most tasks have one to three operands
-                n = len(ins)
+            if ins is task.inputs:
+                n = len(ins)  # the codes without a comprehension: most tasks have one to three operands
                 codes_in = (
-                    (code[ins[0]],)
-                    if n == 1
-                    else (code[ins[0]], code[ins[1]])
+                    (code[ins[0]], code[ins[1]])
                     if n == 2
+                    else (code[ins[0]],)
+                    if n == 1
                     else tuple([code[b] for b in ins])
                 )
             else:  # e.g. a buffer named twice (the caller's list names it once)
-                ins, codes_in = _operands(own_in, buffers, memo)
+                ins, codes_in = _operands(task.inputs, buffers, memo)
             codes_out: tuple[int | None, ...] | None
-            if outs is own_out:
+            if outs is task.outputs:
                 codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
             else:
-                outs, codes_out = _operands(own_out, buffers, memo)
-            if codes_in is None or codes_out is None:
-                found[pos] = task_regions(task, buffers, memo)
-                continue
-            key: Any = (op, tuple(params.items()), codes_in, codes_out)
-            try:
-                cached = ops.get(key)
-            except TypeError:
-                key, cached = None, None
+                outs, codes_out = _operands(task.outputs, buffers, memo)
+            key = (op, tuple(params.items()), codes_in, codes_out)
+            cached = get(key)  # unhashable params raise: left None, task_regions does not cache them
             if cached is None:
-                if None in codes_in or None in codes_out:
-                    found[pos] = task_regions(task, buffers, memo)
+                if codes_in is None or codes_out is None or None in codes_in or None in codes_out:
+                    add(task_regions(task, buffers, memo))
                     continue
                 cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
-            found[pos] = (ins, cached[0], outs, cached[1])
+            add((ins, cached[0], outs, cached[1]))
         except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
-            continue
+            add(None)
     return found
 
 

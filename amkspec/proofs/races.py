@@ -14,7 +14,7 @@ first, then chunked ancestor bitsets), so every check runs at any program size.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
@@ -132,7 +132,7 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     pending: list[tuple[int, int, list[int]]] = []
     queries: list[tuple[int, int]] = []
     out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
-    writers_of = ix.writers
+    writers_of, regions, meets = ix.writers, ix.regions, _Meets()
     for bid, readers in ix.readers.items():
         kind = getattr(buffers[bid], "kind", None)
         if type(kind) is not BufferKind or kind in READONLY_KINDS:
@@ -143,10 +143,11 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 yield from _never_produced(ix, bid, kind, readers)
             continue
         lone = writers[0] if len(writers) == 1 else None
+        write: Region | None = None  # the lone writer's region, once asked
         if lone is not None:
             signal = out_counter[lone]
         else:
-            signals = {out_counter[w] for w in writers}
+            signals = set(map(out_counter.__getitem__, writers))
             signal = signals.pop() if len(signals) == 1 else None
         for r in readers:
             if r == lone:  # no other writer
@@ -156,6 +157,15 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
             waited = wait_counters[r]
             if signal is not None and signal in waited:
                 continue  # it waits on the one counter every writer signals
+            if lone is not None:  # the one writer is another task whose counter it does not wait on
+                if write is None:
+                    _, _, ids, written = regions(lone)
+                    write = written[0] if len(ids) == 1 else region_of(ids, written, bid)  # ix.write_region
+                ids, reads, _, _ = regions(r)
+                if meets(region_of(ids, reads, bid), write):  # ix.read_region(r, bid) overlaps it
+                    pending.append((r, bid, writers))
+                    queries.append((lone, r))
+                continue
             unresolved = [i for i, w in enumerate(writers) if w != r and out_counter[w] not in waited]
             if unresolved:
                 read, written = ix.read_region(r, bid), ix.write_regions(bid)
@@ -168,6 +178,22 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         bad = [w for w in unresolved if (w, r) not in ordered]
         if bad:
             yield _unordered_read(ix, r, bid, bad)
+
+
+class _Meets:
+    """``read.overlaps(write)`` memoised by the regions' identities within one check (tasks with
+    equal operands and params share their Region objects, so every layer asks the same pair; the
+    memo keeps both alive, so their ids stand for them)."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[int, int], tuple[bool, Region, Region]] = {}
+
+    def __call__(self, read: Region, write: Region) -> bool:
+        key = (id(read), id(write))
+        hit = self.found.get(key)
+        if hit is None:
+            hit = self.found[key] = (read.overlaps(write), read, write)
+        return hit[0]
 
 
 def _self_read(ix: ProgramIndex, r: int, bid: int) -> Diagnostic:
@@ -219,15 +245,16 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     rank = ix.reach.rank
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
-    out_counter = ix.out_counter
+    out_counter, buffers, write_regions = ix.out_counter, ix.buffers, ix.write_regions
+    signal = out_counter.__getitem__
     tiles: dict[tuple[int, ...], tuple[list[int], tuple[int, int] | None, list[Region]]] = {}
     for bid, declared in ix.writers.items():
         if len(declared) < 2:
             continue
-        kind = _kind(ix, bid)
-        if kind is None or kind in READONLY_KINDS:
+        kind = getattr(buffers[bid], "kind", None)  # as _kind: a writer's buffer is in the table
+        if type(kind) is not BufferKind or kind in READONLY_KINDS:
             continue
-        regions = ix.write_regions(bid)
+        regions = write_regions(bid)
         # the same Region objects (tasks with equal operands share them) give the same answer;
         # ``tiles`` keeps them alive, so their ids stand for their boxes within this check
         key = tuple(map(id, regions))
@@ -242,7 +269,7 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if len(live) < 2:
             continue
         writers = [declared[i] for i in live] if len(live) < len(declared) else declared
-        counters = {out_counter[w] for w in writers}
+        counters = set(map(signal, writers))
         if pair is None and len(counters) == 1 and None not in counters:
             continue
         chain = sorted(writers, key=rank.__getitem__)
@@ -286,48 +313,56 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """
     fulls: dict[tuple[int, ...], Box] = {}
     gaps_of, at_origin = _Uncovered(), _AtOrigin()
-    buffers, readers_of, regions = ix.buffers, ix.readers, ix.regions
+    buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
+    activation, returned = BufferKind.ACTIVATION, BufferKind.IO_OUTPUT
     for bid, writers in ix.writers.items():
         buf = buffers[bid]
         kind = getattr(buf, "kind", None)
-        if kind is not BufferKind.ACTIVATION and kind is not BufferKind.IO_OUTPUT:
+        if kind is not activation and kind is not returned:
             continue
         readers = readers_of.get(bid, [])
-        if not readers and kind is not BufferKind.IO_OUTPUT:
+        if not readers and kind is not returned:
             continue
+        covers: tuple[int, ...] | None = None  # the writes' identities, when shared by a memo
         if len(writers) == 1:  # most buffers: ix.write_regions(bid) without building its list
             _, _, ids, written = regions(writers[0])
-            writes = [written[0] if len(ids) == 1 else region_of(ids, written, bid)]
-            boxes = writes[0].boxes
+            write = written[0] if len(ids) == 1 else region_of(ids, written, bid)
+            boxes = write.boxes
             if boxes is None:
                 continue
-            if len(boxes) == 1 and writers[0] not in readers and boxes[0] == _full_box(fulls, buf.shape):
-                continue  # as _covered_by_one below
+            if (
+                len(boxes) == 1
+                and writers[0] not in readers
+                and boxes[0] == (fulls.get(buf.shape) or _full_box(fulls, buf.shape))
+            ):
+                continue  # as a writer of the whole buffer below
+            writes = [write]
         else:
-            writes = ix.write_regions(bid)
-            starts = at_origin(writes)
+            writes = write_regions(bid)
+            covers = tuple(map(id, writes))
+            starts = at_origin(writes, covers)
             if starts is None:
                 continue
-            # every writer's operands are usable, so the buffer's shape is a tuple of ints
             if starts and _covered_by_one(writers, writes, starts, _full_box(fulls, buf.shape), readers):
                 continue  # a writer of the whole buffer that reads none of it covers every other read
         shape = tuple(buf.shape)
-        if buffer_problem(buf) is not None:
-            continue
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
-            gaps = gaps_of(None, writes, shape)
-        writing = set(writers)
+            gaps = gaps_of(None, writes, shape, covers)
+        writing: Collection[int] = writers if len(writers) < 16 else set(writers)
         for r in readers:
             if gaps:
                 break
-            others = writes
+            others, known = writes, covers
             if r in writing:
-                others = [reg for w, reg in zip(writers, writes, strict=True) if w != r]
+                others, known = [reg for w, reg in zip(writers, writes, strict=True) if w != r], None
                 if not any(not o.is_empty for o in others):
                     continue  # R304 reports a read of elements only the reader writes
-            gaps = gaps_of(ix.read_region(r, bid), others, shape)
-        if gaps:
+            ids, reads, _, _ = regions(r)
+            gaps = gaps_of(region_of(ids, reads, bid), others, shape, known)  # ix.read_region(r, bid)
+        # a malformed buffer is left to the structure checks (asked only here: the gaps of usable
+        # operands are boxes, computed whatever else is wrong with the record)
+        if gaps and buffer_problem(buf) is None:
             users = f"read by {ix.describe_many(readers)}" if readers else "returned to the host (IO_OUTPUT)"
             yield diag(
                 UNWRITTEN_COLUMNS,
@@ -350,8 +385,12 @@ class _Uncovered:
     def __init__(self) -> None:
         self.found: dict[tuple[object, ...], tuple[list[Box], Region | None, list[Region]]] = {}
 
-    def __call__(self, target: Region | None, covers: list[Region], shape: tuple[int, ...]) -> list[Box]:
-        key = (shape, None if target is None else target.boxes, *map(id, covers))
+    def __call__(
+        self, target: Region | None, covers: list[Region], shape: tuple[int, ...], ids: tuple[int, ...] | None
+    ) -> list[Box]:
+        """The gaps; ``ids``: the covers' identities when the caller has them (else computed)."""
+        boxes = None if target is None else target.boxes
+        key = (shape, boxes, tuple(map(id, covers)) if ids is None else ids)
         hit = self.found.get(key)
         if hit is None:
             gaps = uncovered(Region(None) if target is None else target, covers, shape)
@@ -371,8 +410,12 @@ def _covered_by_one(
     writers: list[int], writes: list[Region], starts: list[int], full: Box, readers: list[int]
 ) -> bool:
     """Whether some writer writes the one box ``full`` (the whole buffer) and reads none of it
-    (``starts``: the positions of the writes that are one box at the origin)."""
-    return any(writes[i].boxes[0] == full and writers[i] not in readers for i in starts)  # type: ignore[index]
+    (``starts``: the positions of the writes that are one box at the origin; every writer's
+    operands are usable, so the buffer's shape is a tuple of ints)."""
+    for i in starts:  # noqa: SIM110 - a loop, not a generator: most lists hold one position
+        if writes[i].boxes[0] == full and writers[i] not in readers:  # type: ignore[index]
+            return True
+    return False
 
 
 class _AtOrigin:
@@ -383,8 +426,8 @@ class _AtOrigin:
     def __init__(self) -> None:
         self.found: dict[tuple[int, ...], tuple[list[int] | None, list[Region]]] = {}
 
-    def __call__(self, writes: list[Region]) -> list[int] | None:
-        key = tuple(map(id, writes))
+    def __call__(self, writes: list[Region], key: tuple[int, ...]) -> list[int] | None:
+        """The positions; ``key``: ``tuple(map(id, writes))``."""
         hit = self.found.get(key)
         if hit is None:
             starts: list[int] | None = []
