@@ -133,6 +133,7 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     queries: list[tuple[int, int]] = []
     out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
     writers_of, regions, meets = ix.writers, ix.regions, _Meets()
+    succs, producers = ix.succs, ix.producers
     for bid, readers in ix.readers.items():
         kind = getattr(buffers[bid], "kind", None)
         if type(kind) is not BufferKind or kind in READONLY_KINDS:
@@ -141,6 +142,12 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if not writers:
             if kind is not BufferKind.KV_CACHE:
                 yield from _never_produced(ix, bid, kind, readers)
+            continue
+        if readers == succs[writers[0]] and (
+            len(writers) == 1 or writers == producers.get(out_counter[writers[0]])
+        ):
+            # the readers are exactly the tasks waiting on the counter every writer signals (the
+            # graph is acyclic, so none is a writer): each read is resolved below at ``signal``
             continue
         lone = writers[0] if len(writers) == 1 else None
         write: Region | None = None  # the lone writer's region, once asked
@@ -246,7 +253,7 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
     out_counter, buffers, write_regions = ix.out_counter, ix.buffers, ix.write_regions
-    signal = out_counter.__getitem__
+    signal, producers_of = out_counter.__getitem__, ix.producers.get
     tiles: dict[tuple[int, ...], tuple[list[int], tuple[int, int] | None, list[Region]]] = {}
     for bid, declared in ix.writers.items():
         if len(declared) < 2:
@@ -269,9 +276,12 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if len(live) < 2:
             continue
         writers = [declared[i] for i in live] if len(live) < len(declared) else declared
-        counters = set(map(signal, writers))
-        if pair is None and len(counters) == 1 and None not in counters:
-            continue
+        if pair is None:
+            if writers == producers_of(out_counter[writers[0]]):
+                continue  # the writers are the counter's producers: disjoint tiles under one counter
+            counters = set(map(signal, writers))
+            if len(counters) == 1 and None not in counters:
+                continue
         chain = sorted(writers, key=rank.__getitem__)
         queries.extend(itertools.pairwise(chain))
         clash = (writers[pair[0]], writers[pair[1]]) if pair is not None else None
@@ -313,6 +323,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """
     fulls: dict[tuple[int, ...], Box] = {}
     gaps_of, at_origin = _Uncovered(), _AtOrigin()
+    uncovered_get, origins = gaps_of.found.get, at_origin.found.get  # their memos, asked inline
     buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
     activation, returned = BufferKind.ACTIVATION, BufferKind.IO_OUTPUT
     for bid, writers in ix.writers.items():
@@ -340,10 +351,12 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         else:
             writes = write_regions(bid)
             covers = tuple(map(id, writes))
-            starts = at_origin(writes, covers)
+            starts = (origins(covers) or at_origin(writes, covers))[0]
             if starts is None:
                 continue
-            if starts and _covered_by_one(writers, writes, starts, _full_box(fulls, buf.shape), readers):
+            if starts and _covered_by_one(
+                writers, writes, starts, fulls.get(buf.shape) or _full_box(fulls, buf.shape), readers
+            ):
                 continue  # a writer of the whole buffer that reads none of it covers every other read
         shape = tuple(buf.shape)
         gaps: list[Box] = []
@@ -359,7 +372,9 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 if not any(not o.is_empty for o in others):
                     continue  # R304 reports a read of elements only the reader writes
             ids, reads, _, _ = regions(r)
-            gaps = gaps_of(region_of(ids, reads, bid), others, shape, known)  # ix.read_region(r, bid)
+            read = region_of(ids, reads, bid)  # ix.read_region(r, bid)
+            hit = known is not None and uncovered_get((shape, read.boxes, known))
+            gaps = hit[0] if hit else gaps_of(read, others, shape, known)
         # a malformed buffer is left to the structure checks (asked only here: the gaps of usable
         # operands are boxes, computed whatever else is wrong with the record)
         if gaps and buffer_problem(buf) is None:
@@ -426,8 +441,10 @@ class _AtOrigin:
     def __init__(self) -> None:
         self.found: dict[tuple[int, ...], tuple[list[int] | None, list[Region]]] = {}
 
-    def __call__(self, writes: list[Region], key: tuple[int, ...]) -> list[int] | None:
-        """The positions; ``key``: ``tuple(map(id, writes))``."""
+    def __call__(
+        self, writes: list[Region], key: tuple[int, ...]
+    ) -> tuple[list[int] | None, list[Region]]:
+        """The positions (and ``writes``, kept alive); ``key``: ``tuple(map(id, writes))``."""
         hit = self.found.get(key)
         if hit is None:
             starts: list[int] | None = []
@@ -439,7 +456,7 @@ class _AtOrigin:
                 if len(boxes) == 1 and all(lo == 0 for lo, _ in boxes[0]):
                     starts.append(i)  # type: ignore[union-attr]
             hit = self.found[key] = (starts, writes)
-        return hit[0]
+        return hit
 
 
 def _show_gaps(gaps: list[Box], shape: tuple[int, ...]) -> str:

@@ -26,6 +26,9 @@ CHUNK = 4096
 """Sources per bitset pass (bits per Python int)."""
 _SCAN = 16
 """Predecessor lists up to this length are scanned for a direct edge; longer ones get a set."""
+_WALK = 16
+"""Steps of the chain of first predecessors followed back from a target before a pair is
+left to a pass (bounded, so a long chain never costs more than a pass would)."""
 
 
 class Reachability:
@@ -64,15 +67,31 @@ class Reachability:
         yes: set[tuple[int, int]] = set()
         pending: dict[int, set[int]] = defaultdict(set)
         queries = 0
+        preds = self.preds
+        walked = 0
         for a, b in pairs:
             queries += 1
-            if rank[a] >= rank[b] or (a, b) in yes:
+            lo = rank[a]
+            if lo >= rank[b] or (a, b) in yes:
                 continue
             if is_direct(a, b):
                 yes.add((a, b))
+                continue
+            # the first descent of :meth:`_search`, a few steps deep: a chain of first
+            # predecessors (as a residual read of the previous layer) often ends at ``a``
+            x, steps = b, _WALK
+            while steps and (before := preds[x]):
+                x = before[0]
+                if x == a or rank[x] <= lo:
+                    break
+                steps -= 1
+            if x == a:
+                yes.add((a, b))
+                walked += 1
             else:
                 pending[a].add(b)
         self.queries += queries
+        self.bitset_passes += walked
         chunk: list[int] = []
         chunk_hi = -1
         for s in sorted(pending, key=rank.__getitem__):
