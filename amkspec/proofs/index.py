@@ -291,11 +291,15 @@ class ProgramIndex:
     def read_region(self, pos: int, bid: int) -> Region:
         """Elements of buffer ``bid`` the task at ``pos`` reads (spec §3.3)."""
         ids, reads, _, _ = self.regions(pos)
+        if ids.count(bid) == 1:  # named once: its region as it is (region_of without a list)
+            return reads[ids.index(bid)]
         return region_of(ids, reads, bid) if bid in ids else EMPTY
 
     def write_region(self, pos: int, bid: int) -> Region:
         """Elements of buffer ``bid`` the task at ``pos`` writes (spec §3.3)."""
         _, _, ids, writes = self.regions(pos)
+        if ids.count(bid) == 1:  # named once: its region as it is (region_of without a list)
+            return writes[ids.index(bid)]
         return region_of(ids, writes, bid) if bid in ids else EMPTY
 
     def write_regions(self, bid: int) -> list[Region]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Iterator
+from typing import Any
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
@@ -144,7 +145,7 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 yield from _never_produced(ix, bid, kind, readers)
             continue
         if readers == succs[writers[0]] and (
-            len(writers) == 1 or writers == producers.get(out_counter[writers[0]])
+            len(writers) == 1 or ((c := out_counter[writers[0]]) is not None and writers == producers.get(c))
         ):
             # the readers are exactly the tasks waiting on the counter every writer signals (the
             # graph is acyclic, so none is a writer): each read is resolved below at ``signal``
@@ -169,7 +170,8 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
                     _, _, ids, written = regions(lone)
                     write = written[0] if len(ids) == 1 else region_of(ids, written, bid)  # ix.write_region
                 ids, reads, _, _ = regions(r)
-                if meets(region_of(ids, reads, bid), write):  # ix.read_region(r, bid) overlaps it
+                read = reads[ids.index(bid)] if ids.count(bid) == 1 else region_of(ids, reads, bid)
+                if meets(read, write):  # ix.read_region(r, bid) overlaps it
                     pending.append((r, bid, writers))
                     queries.append((lone, r))
                 continue
@@ -277,7 +279,7 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
             continue
         writers = [declared[i] for i in live] if len(live) < len(declared) else declared
         if pair is None:
-            if writers == producers_of(out_counter[writers[0]]):
+            if (c := out_counter[writers[0]]) is not None and writers == producers_of(c):
                 continue  # the writers are the counter's producers: disjoint tiles under one counter
             counters = set(map(signal, writers))
             if len(counters) == 1 and None not in counters:
@@ -322,8 +324,8 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     Spec §3.3.
     """
     fulls: dict[tuple[int, ...], Box] = {}
-    gaps_of, at_origin = _Uncovered(), _AtOrigin()
-    uncovered_get, origins = gaps_of.found.get, at_origin.found.get  # their memos, asked inline
+    gaps_of, tiles = _Uncovered(), _Tiles()
+    uncovered_get, tiles_of = gaps_of.found.get, tiles.found.get  # their memos, asked inline
     buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
     activation, returned = BufferKind.ACTIVATION, BufferKind.IO_OUTPUT
     for bid, writers in ix.writers.items():
@@ -351,12 +353,13 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         else:
             writes = write_regions(bid)
             covers = tuple(map(id, writes))
-            starts = (origins(covers) or at_origin(writes, covers))[0]
-            if starts is None:
+            plan = tiles_of(covers)
+            if plan is None or plan[1] != buf.shape:
+                plan = tiles(writes, covers, buf.shape)
+            wholes = plan[2]
+            if wholes is None:
                 continue
-            if starts and _covered_by_one(
-                writers, writes, starts, fulls.get(buf.shape) or _full_box(fulls, buf.shape), readers
-            ):
+            if wholes and any(writers[i] not in readers for i in wholes):
                 continue  # a writer of the whole buffer that reads none of it covers every other read
         shape = tuple(buf.shape)
         gaps: list[Box] = []
@@ -372,7 +375,8 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 if not any(not o.is_empty for o in others):
                     continue  # R304 reports a read of elements only the reader writes
             ids, reads, _, _ = regions(r)
-            read = region_of(ids, reads, bid)  # ix.read_region(r, bid)
+            # ix.read_region(r, bid):
+            read = reads[ids.index(bid)] if ids.count(bid) == 1 else region_of(ids, reads, bid)
             hit = known is not None and uncovered_get((shape, read.boxes, known))
             gaps = hit[0] if hit else gaps_of(read, others, shape, known)
         # a malformed buffer is left to the structure checks (asked only here: the gaps of usable
@@ -421,41 +425,31 @@ def _full_box(fulls: dict[tuple[int, ...], Box], shape: tuple[int, ...]) -> Box:
     return full
 
 
-def _covered_by_one(
-    writers: list[int], writes: list[Region], starts: list[int], full: Box, readers: list[int]
-) -> bool:
-    """Whether some writer writes the one box ``full`` (the whole buffer) and reads none of it
-    (``starts``: the positions of the writes that are one box at the origin; every writer's
-    operands are usable, so the buffer's shape is a tuple of ints)."""
-    for i in starts:  # noqa: SIM110 - a loop, not a generator: most lists hold one position
-        if writes[i].boxes[0] == full and writers[i] not in readers:  # type: ignore[index]
-            return True
-    return False
-
-
-class _AtOrigin:
-    """Per list of write regions: None when one is unknown (``boxes`` None), else the positions of
-    those that are one box starting at index 0 on every axis (the only ones that can be the whole
-    buffer). Memoised by the regions' identities, as :class:`_Uncovered`."""
+class _Tiles:
+    """Per list of write regions and buffer shape: None when a region is unknown (``boxes``
+    None), else the positions of the regions that are the one box of the whole buffer (every
+    writer's operands are usable then, so the shape is a tuple of ints). Memoised by the regions'
+    identities, as :class:`_Uncovered`, for the shape last asked with them."""
 
     def __init__(self) -> None:
-        self.found: dict[tuple[int, ...], tuple[list[int] | None, list[Region]]] = {}
+        self.found: dict[tuple[int, ...], tuple[list[Region], Any, list[int] | None]] = {}
 
     def __call__(
-        self, writes: list[Region], key: tuple[int, ...]
-    ) -> tuple[list[int] | None, list[Region]]:
-        """The positions (and ``writes``, kept alive); ``key``: ``tuple(map(id, writes))``."""
-        hit = self.found.get(key)
-        if hit is None:
-            starts: list[int] | None = []
-            for i, region in enumerate(writes):
-                boxes = region.boxes
-                if boxes is None:
-                    starts = None
-                    break
-                if len(boxes) == 1 and all(lo == 0 for lo, _ in boxes[0]):
-                    starts.append(i)  # type: ignore[union-attr]
-            hit = self.found[key] = (starts, writes)
+        self, writes: list[Region], key: tuple[int, ...], shape: Any
+    ) -> tuple[list[Region], Any, list[int] | None]:
+        """``(writes, shape, positions)``, stored under ``key``: ``tuple(map(id, writes))``."""
+        starts: list[int] | None = []  # one box starting at index 0 on every axis: the only candidates
+        for i, region in enumerate(writes):
+            boxes = region.boxes
+            if boxes is None:
+                starts = None
+                break
+            if len(boxes) == 1 and all(lo == 0 for lo, _ in boxes[0]):
+                starts.append(i)  # type: ignore[union-attr]
+        if starts:
+            full = tuple(zip(itertools.repeat(0), shape))
+            starts = [i for i in starts if writes[i].boxes[0] == full]  # type: ignore[index]
+        hit = self.found[key] = (writes, shape, starts)
         return hit
 
 
