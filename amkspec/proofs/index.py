@@ -110,6 +110,7 @@ class ProgramIndex:
         self._regions: list[TaskRegions | None] = [None] * n
         self._batched = False
         self._writes: dict[int, list[Region]] = {}
+        self._write_lists: dict[tuple[int, ...], list[Region]] = {}  # by the regions' ids
 
     def _index_tasks(self) -> None:
         """Operands, readers/writers and producers of every task (spec §2), a column at a time."""
@@ -303,14 +304,19 @@ class ProgramIndex:
         return region_of(ids, writes, bid) if bid in ids else EMPTY
 
     def write_regions(self, bid: int) -> list[Region]:
-        """``write_region(w, bid)`` for every ``w`` in ``writers[bid]``, in that order (computed once)."""
+        """``write_region(w, bid)`` for every ``w`` in ``writers[bid]``, in that order (computed once).
+
+        Buffers whose lists hold the same Region objects (the tiles of every layer) get one shared
+        list, never mutated and kept alive by the index: its ``id`` stands for its contents.
+        """
         found = self._writes.get(bid)
         if found is None:
-            found = self._writes[bid] = []
+            found = []
             known, regions = self._regions, self.regions
             for w in self.writers.get(bid, ()):
                 _, _, ids, writes = known[w] or regions(w)  # ``bid`` is among ``ids``
                 found.append(writes[0] if len(ids) == 1 else region_of(ids, writes, bid))
+            found = self._writes[bid] = self._write_lists.setdefault(tuple(map(id, found)), found)
         return found
 
     @property

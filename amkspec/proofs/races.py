@@ -14,6 +14,7 @@ first, then chunked ancestor bitsets), so every check runs at any program size.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Collection, Iterator
 from typing import Any
 
@@ -134,21 +135,27 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     queries: list[tuple[int, int]] = []
     out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
     writers_of, regions, meets = ix.writers, ix.regions, _Meets()
+    overlap = meets.found.get  # its memo, asked inline
     succs, producers = ix.succs, ix.producers
+    quiet = _never_produced_quiet(ix)
     for bid, readers in ix.readers.items():
-        kind = getattr(buffers[bid], "kind", None)
-        if type(kind) is not BufferKind or kind in READONLY_KINDS:
-            continue
         writers = writers_of.get(bid)
-        if not writers:
-            if kind is not BufferKind.KV_CACHE:
-                yield from _never_produced(ix, bid, kind, readers)
-            continue
-        if readers == succs[writers[0]] and (
+        if writers is None:
+            if quiet:
+                continue  # the kind test below skips it
+        elif readers == succs[writers[0]] and (
             len(writers) == 1 or ((c := out_counter[writers[0]]) is not None and writers == producers.get(c))
         ):
             # the readers are exactly the tasks waiting on the counter every writer signals (the
-            # graph is acyclic, so none is a writer): each read is resolved below at ``signal``
+            # graph is acyclic, so none is a writer): each read is resolved below at ``signal``,
+            # whatever the buffer's kind
+            continue
+        kind = getattr(buffers[bid], "kind", None)
+        if type(kind) is not BufferKind or kind in READONLY_KINDS:
+            continue
+        if not writers:
+            if kind is not BufferKind.KV_CACHE:
+                yield from _never_produced(ix, bid, kind, readers)
             continue
         lone = writers[0] if len(writers) == 1 else None
         write: Region | None = None  # the lone writer's region, once asked
@@ -171,7 +178,8 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
                     write = written[0] if len(ids) == 1 else region_of(ids, written, bid)  # ix.write_region
                 ids, reads, _, _ = regions(r)
                 read = reads[ids.index(bid)] if ids.count(bid) == 1 else region_of(ids, reads, bid)
-                if meets(read, write):  # ix.read_region(r, bid) overlaps it
+                hit = overlap((id(read), id(write)))
+                if hit[0] if hit is not None else meets(read, write):  # ix.read_region(r, bid) overlaps it
                     pending.append((r, bid, writers))
                     queries.append((lone, r))
                 continue
@@ -183,6 +191,8 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 pending.append((r, bid, unresolved))
                 queries.extend((w, r) for w in unresolved)
     ordered = ix.reach.ancestors(queries)
+    if len(ordered) == len(queries) or ordered.issuperset(queries):
+        return  # every asked writer happens before its reader
     for r, bid, unresolved in pending:
         bad = [w for w in unresolved if (w, r) not in ordered]
         if bad:
@@ -203,6 +213,24 @@ class _Meets:
         if hit is None:
             hit = self.found[key] = (read.overlaps(write), read, write)
         return hit[0]
+
+
+def _never_produced_quiet(ix: ProgramIndex) -> bool:
+    """True when no read buffer without writers can be reported as never produced: their kinds
+    (a column at a time) are all read-only kinds or KV_CACHE. False when unsure (then every such
+    buffer takes the kind test of :func:`check_provenance`)."""
+    unwritten = ix.readers.keys() - ix.writers.keys()
+    if not unwritten:
+        return True
+    try:
+        kinds = set(map(_KIND, map(ix.buffers.__getitem__, unwritten)))
+    except (AttributeError, TypeError):  # a record without a kind, an unhashable kind
+        return False
+    return kinds <= _QUIET_KINDS  # an int equal to a member is no BufferKind: skipped below too
+
+
+_KIND = operator.attrgetter("kind")
+_QUIET_KINDS = READONLY_KINDS | {BufferKind.KV_CACHE}
 
 
 def _self_read(ix: ProgramIndex, r: int, bid: int) -> Diagnostic:
@@ -256,25 +284,24 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     queries: list[tuple[int, int]] = []
     out_counter, buffers, write_regions = ix.out_counter, ix.buffers, ix.write_regions
     signal, producers_of = out_counter.__getitem__, ix.producers.get
-    tiles: dict[tuple[int, ...], tuple[list[int], tuple[int, int] | None, list[Region]]] = {}
+    tiles: dict[int, tuple[list[int], tuple[int, int] | None]] = {}
     for bid, declared in ix.writers.items():
         if len(declared) < 2:
             continue
         kind = getattr(buffers[bid], "kind", None)  # as _kind: a writer's buffer is in the table
         if type(kind) is not BufferKind or kind in READONLY_KINDS:
             continue
+        # the same Region objects (tasks with equal operands share them) give the same answer: the
+        # index gives such buffers one list, whose id stands for its boxes while the index lives
         regions = write_regions(bid)
-        # the same Region objects (tasks with equal operands share them) give the same answer;
-        # ``tiles`` keeps them alive, so their ids stand for their boxes within this check
-        key = tuple(map(id, regions))
-        known = tiles.get(key)
+        known = tiles.get(id(regions))
         if known is None:
             live = [i for i, reg in enumerate(regions) if reg.boxes != ()]
             pair = None
             if len(live) > 1:
                 pair = first_overlap([regions[i] for i in live] if len(live) < len(regions) else regions)
-            known = tiles[key] = (live, pair, regions)
-        live, pair, _ = known
+            known = tiles[id(regions)] = (live, pair)
+        live, pair = known
         if len(live) < 2:
             continue
         writers = [declared[i] for i in live] if len(live) < len(declared) else declared
@@ -336,7 +363,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         readers = readers_of.get(bid, [])
         if not readers and kind is not returned:
             continue
-        covers: tuple[int, ...] | None = None  # the writes' identities, when shared by a memo
+        covers: int | None = None  # the id of the writes' list, when the index shares it
         if len(writers) == 1:  # most buffers: ix.write_regions(bid) without building its list
             _, _, ids, written = regions(writers[0])
             write = written[0] if len(ids) == 1 else region_of(ids, written, bid)
@@ -352,7 +379,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
             writes = [write]
         else:
             writes = write_regions(bid)
-            covers = tuple(map(id, writes))
+            covers = id(writes)  # the index's list: its id stands for the write regions
             plan = tiles_of(covers)
             if plan is None or plan[1] != buf.shape:
                 plan = tiles(writes, covers, buf.shape)
@@ -397,17 +424,19 @@ class _Uncovered:
 
     Only boxes matter. Tasks with equal operands and params share their Region objects (the
     footprint memo), so the tiles of every layer ask the same question; a region object is
-    immutable and the memo keeps it alive, so the covers' ids stand for their boxes (the target,
-    often a fresh union, is keyed by its boxes). ``target`` None is the whole buffer.
+    immutable and the memo keeps it alive, so the covers' ids (or the id of the index's shared
+    list of them) stand for their boxes (the target, often a fresh union, is keyed by its boxes).
+    ``target`` None is the whole buffer.
     """
 
     def __init__(self) -> None:
         self.found: dict[tuple[object, ...], tuple[list[Box], Region | None, list[Region]]] = {}
 
     def __call__(
-        self, target: Region | None, covers: list[Region], shape: tuple[int, ...], ids: tuple[int, ...] | None
+        self, target: Region | None, covers: list[Region], shape: tuple[int, ...], ids: int | None
     ) -> list[Box]:
-        """The gaps; ``ids``: the covers' identities when the caller has them (else computed)."""
+        """The gaps; ``ids``: the id of ``covers`` when the index shares that list (else the
+        covers' own ids are the key)."""
         boxes = None if target is None else target.boxes
         key = (shape, boxes, tuple(map(id, covers)) if ids is None else ids)
         hit = self.found.get(key)
@@ -428,16 +457,17 @@ def _full_box(fulls: dict[tuple[int, ...], Box], shape: tuple[int, ...]) -> Box:
 class _Tiles:
     """Per list of write regions and buffer shape: None when a region is unknown (``boxes``
     None), else the positions of the regions that are the one box of the whole buffer (every
-    writer's operands are usable then, so the shape is a tuple of ints). Memoised by the regions'
-    identities, as :class:`_Uncovered`, for the shape last asked with them."""
+    writer's operands are usable then, so the shape is a tuple of ints). Memoised by the id of
+    the index's shared list (:meth:`~amkspec.proofs.index.ProgramIndex.write_regions`), for the
+    shape last asked with it."""
 
     def __init__(self) -> None:
-        self.found: dict[tuple[int, ...], tuple[list[Region], Any, list[int] | None]] = {}
+        self.found: dict[int, tuple[list[Region], Any, list[int] | None]] = {}
 
     def __call__(
-        self, writes: list[Region], key: tuple[int, ...], shape: Any
+        self, writes: list[Region], key: int, shape: Any
     ) -> tuple[list[Region], Any, list[int] | None]:
-        """``(writes, shape, positions)``, stored under ``key``: ``tuple(map(id, writes))``."""
+        """``(writes, shape, positions)``, stored under ``key``: ``id(writes)``."""
         starts: list[int] | None = []  # one box starting at index 0 on every axis: the only candidates
         for i, region in enumerate(writes):
             boxes = region.boxes
