@@ -14,7 +14,6 @@ first, then chunked ancestor bitsets), so every check runs at any program size.
 from __future__ import annotations
 
 import itertools
-import operator
 from collections.abc import Collection, Iterator
 from typing import Any
 
@@ -136,19 +135,17 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
     out_counter, wait_counters, buffers = ix.out_counter, ix.wait_counters, ix.buffers
     writers_of, regions, meets = ix.writers, ix.regions, _Meets()
     overlap = meets.found.get  # its memo, asked inline
-    succs, producers = ix.succs, ix.producers
-    quiet = _never_produced_quiet(ix)
+    succs, producers_of = ix.succs, ix.producers.get
     for bid, readers in ix.readers.items():
         writers = writers_of.get(bid)
-        if writers is None:
-            if quiet:
-                continue  # the kind test below skips it
-        elif readers == succs[writers[0]] and (
-            len(writers) == 1 or ((c := out_counter[writers[0]]) is not None and writers == producers.get(c))
+        if (
+            writers is not None
+            and readers == succs[writers[0]]
+            and (len(writers) == 1 or writers == producers_of(out_counter[writers[0]]))  # type: ignore[arg-type]
         ):
             # the readers are exactly the tasks waiting on the counter every writer signals (the
-            # graph is acyclic, so none is a writer): each read is resolved below at ``signal``,
-            # whatever the buffer's kind
+            # writers are that counter's producers; None has none; the graph is acyclic, so no
+            # reader is a writer): each read is resolved below at ``signal``, whatever the kind
             continue
         kind = getattr(buffers[bid], "kind", None)
         if type(kind) is not BufferKind or kind in READONLY_KINDS:
@@ -213,24 +210,6 @@ class _Meets:
         if hit is None:
             hit = self.found[key] = (read.overlaps(write), read, write)
         return hit[0]
-
-
-def _never_produced_quiet(ix: ProgramIndex) -> bool:
-    """True when no read buffer without writers can be reported as never produced: their kinds
-    (a column at a time) are all read-only kinds or KV_CACHE. False when unsure (then every such
-    buffer takes the kind test of :func:`check_provenance`)."""
-    unwritten = ix.readers.keys() - ix.writers.keys()
-    if not unwritten:
-        return True
-    try:
-        kinds = set(map(_KIND, map(ix.buffers.__getitem__, unwritten)))
-    except (AttributeError, TypeError):  # a record without a kind, an unhashable kind
-        return False
-    return kinds <= _QUIET_KINDS  # an int equal to a member is no BufferKind: skipped below too
-
-
-_KIND = operator.attrgetter("kind")
-_QUIET_KINDS = READONLY_KINDS | {BufferKind.KV_CACHE}
 
 
 def _self_read(ix: ProgramIndex, r: int, bid: int) -> Diagnostic:
@@ -352,7 +331,9 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """
     fulls: dict[tuple[int, ...], Box] = {}
     gaps_of, tiles = _Uncovered(), _Tiles()
-    uncovered_get, tiles_of = gaps_of.found.get, tiles.found.get  # their memos, asked inline
+    tiles_of = tiles.found.get  # its memo, asked inline
+    wholes: dict[int, tuple[Any, bool, Region]] = {}  # a write region's id → (shape, whole buffer?, it)
+    whole = wholes.get
     buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
     activation, returned = BufferKind.ACTIVATION, BufferKind.IO_OUTPUT
     for bid, writers in ix.writers.items():
@@ -364,18 +345,22 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if not readers and kind is not returned:
             continue
         covers: int | None = None  # the id of the writes' list, when the index shares it
+        seen: dict[int, tuple[list[Box], Region]] = {}  # per read region's id: its gaps in ``writes``
         if len(writers) == 1:  # most buffers: ix.write_regions(bid) without building its list
-            _, _, ids, written = regions(writers[0])
+            w = writers[0]
+            _, _, ids, written = regions(w)
             write = written[0] if len(ids) == 1 else region_of(ids, written, bid)
             boxes = write.boxes
             if boxes is None:
                 continue
-            if (
-                len(boxes) == 1
-                and writers[0] not in readers
-                and boxes[0] == (fulls.get(buf.shape) or _full_box(fulls, buf.shape))
-            ):
-                continue  # as a writer of the whole buffer below
+            # (readers ascend: a writer before the first reads none of it)
+            if len(boxes) == 1 and (not readers or w < readers[0] or w not in readers):
+                hit = whole(id(write))
+                if hit is None or hit[0] != buf.shape:
+                    full = fulls.get(buf.shape) or _full_box(fulls, buf.shape)
+                    hit = wholes[id(write)] = (buf.shape, boxes[0] == full, write)
+                if hit[1]:
+                    continue  # as a writer of the whole buffer below
             writes = [write]
         else:
             writes = write_regions(bid)
@@ -383,11 +368,11 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
             plan = tiles_of(covers)
             if plan is None or plan[1] != buf.shape:
                 plan = tiles(writes, covers, buf.shape)
-            wholes = plan[2]
-            if wholes is None:
+            if plan[2] is None:
                 continue
-            if wholes and any(writers[i] not in readers for i in wholes):
+            if plan[2] and any(writers[i] not in readers for i in plan[2]):
                 continue  # a writer of the whole buffer that reads none of it covers every other read
+            seen = plan[3]
         shape = tuple(buf.shape)
         gaps: list[Box] = []
         if kind is BufferKind.IO_OUTPUT:
@@ -404,8 +389,13 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
             ids, reads, _, _ = regions(r)
             # ix.read_region(r, bid):
             read = reads[ids.index(bid)] if ids.count(bid) == 1 else region_of(ids, reads, bid)
-            hit = known is not None and uncovered_get((shape, read.boxes, known))
-            gaps = hit[0] if hit else gaps_of(read, others, shape, known)
+            if known is None:
+                gaps = gaps_of(read, others, shape, None)
+            else:
+                asked = seen.get(id(read))
+                if asked is None:  # the memo keeps ``read`` alive: its id stands for it
+                    asked = seen[id(read)] = (gaps_of(read, others, shape, known), read)
+                gaps = asked[0]
         # a malformed buffer is left to the structure checks (asked only here: the gaps of usable
         # operands are boxes, computed whatever else is wrong with the record)
         if gaps and buffer_problem(buf) is None:
@@ -462,12 +452,11 @@ class _Tiles:
     shape last asked with it."""
 
     def __init__(self) -> None:
-        self.found: dict[int, tuple[list[Region], Any, list[int] | None]] = {}
+        self.found: dict[int, _Plan] = {}
 
-    def __call__(
-        self, writes: list[Region], key: int, shape: Any
-    ) -> tuple[list[Region], Any, list[int] | None]:
-        """``(writes, shape, positions)``, stored under ``key``: ``id(writes)``."""
+    def __call__(self, writes: list[Region], key: int, shape: Any) -> _Plan:
+        """``(writes, shape, positions, {})``, stored under ``key``: ``id(writes)`` (the dict is
+        for the caller: the gaps of each read region in ``writes``, by the read's id)."""
         starts: list[int] | None = []  # one box starting at index 0 on every axis: the only candidates
         for i, region in enumerate(writes):
             boxes = region.boxes
@@ -479,8 +468,12 @@ class _Tiles:
         if starts:
             full = tuple(zip(itertools.repeat(0), shape))
             starts = [i for i in starts if writes[i].boxes[0] == full]  # type: ignore[index]
-        hit = self.found[key] = (writes, shape, starts)
+        hit = self.found[key] = (writes, shape, starts, {})
         return hit
+
+
+_Plan = tuple[list[Region], Any, list[int] | None, dict[int, tuple[list[Box], Region]]]
+"""What :class:`_Tiles` knows of one list of write regions and a shape."""
 
 
 def _show_gaps(gaps: list[Box], shape: tuple[int, ...]) -> str:
