@@ -14,7 +14,7 @@ first, then chunked ancestor bitsets), so every check runs at any program size.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
@@ -331,7 +331,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """
     fulls: dict[tuple[int, ...], Box] = {}
     gaps_of, tiles = _Uncovered(), _Tiles()
-    tiles_of = tiles.found.get  # its memo, asked inline
+    tiles_of, repeated = tiles.found.get, _Repeated()  # the first: a memo, asked inline
     wholes: dict[int, tuple[Any, bool, Region]] = {}  # a write region's id → (shape, whole buffer?, it)
     whole = wholes.get
     buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
@@ -387,8 +387,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 if not any(not o.is_empty for o in others):
                     continue  # R304 reports a read of elements only the reader writes
             ids, reads, _, _ = regions(r)
-            # ix.read_region(r, bid):
-            read = reads[ids.index(bid)] if ids.count(bid) == 1 else region_of(ids, reads, bid)
+            read = reads[ids.index(bid)] if ids.count(bid) == 1 else repeated(ids, reads, bid)  # read_region
             if known is None:
                 gaps = gaps_of(read, others, shape, None)
             else:
@@ -442,6 +441,24 @@ def _full_box(fulls: dict[tuple[int, ...], Box], shape: tuple[int, ...]) -> Box:
     if full is None:
         full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
     return full
+
+
+class _Repeated:
+    """:func:`~amkspec.proofs.footprint.region_of` for a buffer named more than once by a task
+    (or not at all). When it is every operand (SILU_MUL's ``[gate, gate]``) the region is the
+    union of the whole reads list, which tasks with equal operands and params share: memoised by
+    that list's identity (the memo keeps it alive)."""
+
+    def __init__(self) -> None:
+        self.found: dict[int, tuple[Region, list[Region]]] = {}
+
+    def __call__(self, ids: Sequence[int], reads: list[Region], bid: int) -> Region:
+        if len(ids) != ids.count(bid):
+            return region_of(ids, reads, bid)
+        hit = self.found.get(id(reads))
+        if hit is None:
+            hit = self.found[id(reads)] = (region_of(ids, reads, bid), reads)
+        return hit[0]
 
 
 class _Tiles:
