@@ -6,7 +6,10 @@ occupants). :meth:`Reachability.ancestors` answers a batch of such pairs:
 
 1. a pair whose topological rank is not increasing is rejected at once;
 2. a direct dependency edge answers most of the rest;
-3. the remaining pairs are answered by propagating *ancestor bitsets* (Python
+3. a chain of first predecessors followed back from the target, at most :data:`_WALK`
+   steps and never below the source's rank, answers a pair when it reaches the source (the
+   first descent of the search of step 4; counted as one search);
+4. the remaining pairs are answered by propagating *ancestor bitsets* (Python
    ints, one bit per queried source) forward over the window of the topological
    order between the first source and the last target. Sources whose windows do
    not overlap are handled in separate passes (each over its own short window),
