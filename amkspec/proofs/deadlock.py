@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from operator import gt
 
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, find_cycle, is_int, kahn
@@ -29,8 +30,27 @@ SM_QUEUE = register(
 def check_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Each wait is satisfiable: ``1 <= threshold <= #producers`` and not on the task's own counter.
 
-    Spec §3.2.
+    Spec §3.2. The waits are gone through one by one (:func:`unsatisfiable_waits`) only when
+    :func:`may_be_unsatisfiable`: in most programs no wait can fail.
     """
+    if may_be_unsatisfiable(ix):
+        yield from unsatisfiable_waits(ix)
+
+
+def may_be_unsatisfiable(ix: ProgramIndex) -> bool:
+    """Whether some wait may fail :func:`unsatisfiable_waits`: a task waits on its own counter, or
+    a counter some task waits on has no producer, or fewer producers than the highest threshold
+    waited for on it (:attr:`ProgramIndex.max_threshold`). Else every wait is satisfiable."""
+    producers, highest = ix.producers, ix.max_threshold
+    return (
+        bool(ix.self_waiting)
+        or not highest.keys() <= producers.keys()
+        or any(map(gt, highest.values(), map(len, map(producers.__getitem__, highest))))
+    )
+
+
+def unsatisfiable_waits(ix: ProgramIndex) -> Iterator[Diagnostic]:
+    """D201-D203 for each wait of each task, in task-list order (spec §3.2)."""
     counters, producers = ix.counters, ix.producers
     for pos, waits in enumerate(ix.waits):
         own = ix.out_counter[pos]

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from functools import cached_property
+from itertools import compress
+from operator import not_
 from typing import Any, TypeGuard
 
 from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
@@ -42,8 +44,22 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
-def _first_by_id(records: Iterable[Any]) -> dict[int, Any]:
-    out: dict[int, Any] = {}
+def _first_by_id(records: list[Any]) -> dict[int, Any]:
+    """``{id: record}`` over the records whose id is an int, the first occurrence of an id winning.
+
+    When every record has an id, every id is an int and no two are equal (a well-formed program),
+    the map is built in one step: no later record can then lose to an earlier one.
+    """
+    try:
+        ids = [rec.id for rec in records]
+    except AttributeError:  # a record without an id: the loop below skips it
+        pass
+    else:
+        if {*map(type, ids)} <= {int}:
+            out = dict(zip(ids, records, strict=True))
+            if len(out) == len(records):
+                return out
+    out = {}
     for rec in records:
         rid = getattr(rec, "id", None)
         if is_int(rid) and rid not in out:
@@ -59,9 +75,11 @@ class ProgramIndex:
     ``self_waiting`` holds the positions of tasks that wait on their own counter;
     ``forward`` is True when every edge goes from a lower to a higher list position (the
     task list itself is then a topological order, as in every lowered program).
-    ``topo`` is a topological order of positions (Kahn, FIFO, ascending seeds) or
-    None when the graph has a cycle. ``rejected_tasks`` collects the positions of
-    tasks a structure check rejected, so that later families skip them.
+    ``topo`` is a topological order of positions, or None when the graph has a cycle: the
+    list order itself when ``forward``, else Kahn's (FIFO, ascending seeds).
+    ``max_threshold`` maps every counter some wait table names to the highest threshold waited
+    for on it (a threshold that is not an int counts as 0). ``rejected_tasks`` collects the
+    positions of tasks a structure check rejected, so that later families skip them.
     """
 
     def __init__(self, prog: MegakernelProgram) -> None:
@@ -85,8 +103,9 @@ class ProgramIndex:
         self.self_waiting: list[int] = []
         self.n_edges = 0
         self.forward = True
+        self.max_threshold: dict[int, int] = {}
         self._index_tasks()
-        self.topo: list[int] | None = kahn(n, self.preds, self.succs)
+        self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
         self._memo = Memo()
         self._regions: list[TaskRegions | None] = [None] * n
@@ -100,22 +119,20 @@ class ProgramIndex:
         outs: list[Any]
         ocs: list[Any]
         waits: list[Any]
-        if {*map(type, tasks)} <= {Task}:
+        try:
             ins, outs = [t.inputs for t in tasks], [t.outputs for t in tasks]
             ocs, waits = [t.out_counter for t in tasks], [t.waits for t in tasks]
-        else:
+        except AttributeError:  # not every task is a record with these fields: None where it lacks one
             ins = [getattr(t, "inputs", None) for t in tasks]
             outs = [getattr(t, "outputs", None) for t in tasks]
             ocs = [getattr(t, "out_counter", None) for t in tasks]
             waits = [getattr(t, "waits", None) for t in tasks]
         self.inputs, self.readers = _operands(ins, self.buffers)
         self.outputs, self.writers = _operands(outs, self.buffers)
-        self.out_counter = [oc if type(oc) is int else None for oc in ocs]
-        producers: defaultdict[int, list[int]] = defaultdict(list)
-        for pos, oc in enumerate(self.out_counter):
-            if oc is not None:
-                producers[oc].append(pos)
-        self.producers = dict(producers)
+        if not {*map(type, ocs)} <= {int}:
+            ocs = [oc if type(oc) is int else None for oc in ocs]
+        self.out_counter = ocs
+        self.producers = _positions(ocs)
         self._index_waits(waits)
 
     def _index_waits(self, waits: list[Any]) -> None:
@@ -123,71 +140,134 @@ class ProgramIndex:
         counter ``b`` waits on, regardless of the threshold (spec §2).
 
         A task produces exactly one counter, so its successors are the tasks that wait on that
-        counter: one list per counter serves all of its producers, and a task waiting on one
-        counter has that counter's producer list as its predecessors. The common single-wait
-        tables are shared per ``(counter, threshold)``. Nothing here is ever mutated after it is built.
+        counter: one list per counter serves all of its producers. Most tasks wait on one counter
+        with an int threshold: they are grouped by that counter in one pass, and the rest of their
+        tables (wait counters, predecessors, edge count, self-waits, direction) is filled in once
+        per counter (:meth:`_link_single_waits`). The others take :meth:`_index_general_waits`.
+        The single-wait tables are shared per ``(counter, threshold)``; nothing here is ever
+        mutated after it is built.
         """
-        producers, own = self.producers, self.out_counter
         waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
-        tables: defaultdict[int, dict[int, tuple[tuple[int, int, int]]]] = defaultdict(dict)
-        singles: dict[int, tuple[int]] = {}
-        waiters: defaultdict[int, list[int]] = defaultdict(list)
-        n_edges = 0
-        forward = True
+        producers_of = self.producers.get
+        tables: dict[int, tuple[tuple[int, int, int]]] = {}  # counter → its first single-wait table
+        others: dict[tuple[int, int], tuple[tuple[int, int, int]]] = {}  # further thresholds
+        highest: dict[int, int] = {}
+        waiters: dict[int, list[int]] = {}  # counter → positions of the single-wait tasks on it
+        general: list[int] = []
+        table_of, waiters_of = tables.get, waiters.get
+        # the wait of the last single-wait task and its tables: the tiles of one operation repeat it
+        run_c = run_t = None
+        run_table: tuple[tuple[int, int, int]] = ((0, 0, 0),)
+        run_counters: tuple[int] = (0,)
+        run_preds: Sequence[int] = ()
+        run: list[int] = []
         for pos, ws in enumerate(waits):
             if type(ws) is not list or not ws:
                 continue
-            preds: Sequence[int]
-            if len(ws) == 1 and type(w := ws[0]) is Wait and type(c := w.counter) is int:
-                t = w.threshold
-                if type(t) is int:
-                    shared = tables[c]
-                    waits_of[pos] = shared.get(t) or shared.setdefault(t, ((0, c, t),))
-                else:
-                    waits_of[pos] = ((0, c, t),)
-                counters_of[pos] = singles.get(c) or singles.setdefault(c, (c,))
-                preds = producers.get(c, ())
-                if not preds:
-                    continue
-                waiters[c].append(pos)
-                n_edges += len(preds)
-                if own[pos] == c:
-                    preds = [p for p in preds if p != pos]
-                    self.self_waiting.append(pos)
+            if (
+                len(ws) == 1
+                and type(w := ws[0]) is Wait
+                and type(c := w.counter) is int
+                and type(t := w.threshold) is int
+            ):
+                if c != run_c or t != run_t:
+                    run_c, run_t, run_counters, run_preds = c, t, (c,), producers_of(c, ())
+                    table = table_of(c)
+                    if table is None:
+                        table = tables[c] = ((0, c, t),)
+                        highest[c] = t
+                    elif table[0][2] != t:
+                        table = _shared_table(c, t, others, highest)
+                    run_table = table
+                    known = waiters_of(c)
+                    if known is None:
+                        run = waiters[c] = []
+                    else:
+                        run = known
+                waits_of[pos] = run_table
+                counters_of[pos] = run_counters
+                preds_of[pos] = run_preds
+                run.append(pos)
             else:
-                table = _wait_table(ws)
-                if not table:
-                    continue
-                waits_of[pos] = table
-                counters_of[pos] = [c for _, c, _ in table]
-                distinct = [c for c in dict.fromkeys(counters_of[pos]) if c in producers]
-                if not distinct:
-                    continue
-                for c in distinct:
-                    waiters[c].append(pos)
-                # distinct counters have disjoint producer lists
-                preds = sorted([p for c in distinct for p in producers[c]])
-                n_edges += len(preds)
-                if own[pos] in distinct:
-                    preds.remove(pos)
-                    self.self_waiting.append(pos)
-            if not preds:
-                continue
-            if preds[-1] > pos:
-                forward = False
-            preds_of[pos] = preds
-        self._link_successors(waiters)
-        self.n_edges = n_edges
-        self.forward = forward
+                general.append(pos)
+        self.max_threshold = highest
+        joined = self._index_general_waits(general, waits)
+        self._link_single_waits(waiters, joined)
+        for c, after in joined.items():
+            for p in self.producers[c]:
+                self.succs[p] = after
+        if self.self_waiting:
+            self.self_waiting.sort()
+            succs = self.succs
+            for pos in self.self_waiting:
+                succs[pos] = [w for w in succs[pos] if w != pos]
 
-    def _link_successors(self, waiters: dict[int, list[int]]) -> None:
-        """``succs[p]``: the tasks waiting on ``p``'s counter, without ``p`` itself (spec §2)."""
-        succs, producers = self.succs, self.producers
+    def _index_general_waits(self, general: list[int], waits: list[Any]) -> dict[int, list[int]]:
+        """The wait tables, predecessors and edges of the tasks at ``general`` (ascending), which do
+        not wait on exactly one counter with an int threshold (several waits, or a record that is
+        not plain); returns counter → the positions among them that wait on it."""
+        joined: defaultdict[int, list[int]] = defaultdict(list)
+        producers, own, highest = self.producers, self.out_counter, self.max_threshold
+        waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
+        n_edges, forward = 0, True
+        for pos in general:
+            table = _wait_table(waits[pos])
+            if not table:
+                continue
+            waits_of[pos] = table
+            counters = counters_of[pos] = [c for _, c, _ in table]
+            for _, c, t in table:
+                t = t if type(t) is int else 0
+                if c not in highest or t > highest[c]:
+                    highest[c] = t
+            distinct = [c for c in dict.fromkeys(counters) if c in producers]
+            if not distinct:
+                continue
+            for c in distinct:
+                joined[c].append(pos)
+            # distinct counters have disjoint producer lists
+            preds = sorted([p for c in distinct for p in producers[c]])
+            n_edges += len(preds)
+            if own[pos] in distinct:
+                preds.remove(pos)
+                self.self_waiting.append(pos)
+            if preds:
+                if preds[-1] > pos:
+                    forward = False
+                preds_of[pos] = preds
+        self.n_edges += n_edges
+        self.forward = self.forward and forward
+        return joined
+
+    def _link_single_waits(self, waiters: dict[int, list[int]], joined: dict[int, list[int]]) -> None:
+        """Edge count, direction, self-waits and successors of the tasks in ``waiters`` (counter →
+        ascending positions of the tasks that wait on that counter alone), a counter at a time.
+
+        A task waiting on counter ``c`` has ``c``'s producers as predecessors (without itself if
+        it produces ``c``), so every edge into such tasks runs forward exactly when ``c``'s last
+        producer comes before its first waiter. The producers' successors also take the tasks of
+        ``joined`` waiting on ``c`` among other counters (they are merged in position order, and
+        ``joined`` keeps the counters no single-wait task waits on).
+        """
+        producers_of, preds_of, succs = self.producers.get, self.preds, self.succs
+        n_edges, forward = 0, True
         for c, after in waiters.items():
-            for p in producers[c]:
+            preds = producers_of(c)
+            if preds is None:
+                continue
+            n_edges += len(preds) * len(after)
+            if preds[-1] >= after[0]:
+                forward = forward and preds[-1] == after[0]
+                if preds[0] <= after[-1]:
+                    for pos in sorted(set(after).intersection(preds)):
+                        self.self_waiting.append(pos)
+                        preds_of[pos] = [p for p in preds if p != pos] or ()
+            if joined and (more := joined.pop(c, None)) is not None:
+                after = sorted(after + more)
+            for p in preds:
                 succs[p] = after
-        for pos in self.self_waiting:
-            succs[pos] = [w for w in succs[pos] if w != pos]
+        self.n_edges += n_edges
+        self.forward = self.forward and forward
 
     @cached_property
     def columns(self) -> TaskColumns | None:
@@ -242,7 +322,7 @@ class ProgramIndex:
         if self._reach is None:
             if self.topo is None:
                 raise ValueError("reachability needs an acyclic program")
-            self._reach = Reachability(self.preds, self.topo)
+            self._reach = Reachability(self.preds, self.topo, in_list_order=self.forward)
         return self._reach
 
     @property
@@ -288,29 +368,109 @@ def _operands(fields: list[Any], known: dict[int, Any]) -> tuple[list[Any], dict
     """:func:`_refs` of every task's inputs (or outputs) field, and buffer id → ascending positions
     of the tasks naming it, keys in order of first use.
 
-    When every field is a list of known int ids (a well-formed program) the type and membership
-    tests run once over all of them, and a list that names no buffer twice is used as it is (the
-    index only reads it): a repeat shows as the task's position already ending its buffer's list.
+    When every field is a list of known int ids (a well-formed program) one pass groups them
+    (:func:`_users_of_ids`), and a list that names no buffer twice is used as it is (the index
+    only reads it).
     """
-    if {*map(type, fields)} <= {list}:
-        flat = [b for refs in fields for b in refs]
-        if {*map(type, flat)} <= {int} and known.keys() >= set(flat):
-            users: defaultdict[int, list[int]] = defaultdict(list)
-            repeats = []
-            for pos, refs in enumerate(fields):
-                for b in refs:
-                    named = users[b]
-                    if named and named[-1] == pos:
-                        repeats.append(pos)
-                    else:
-                        named.append(pos)
-            if repeats:
-                fields = list(fields)
-                for pos in repeats:
-                    fields[pos] = list(dict.fromkeys(fields[pos]))
-            return fields, dict(users)
+    grouped = _users_of_ids(fields)
+    if grouped is not None and known.keys() >= grouped[0].keys():
+        users, repeats = grouped
+        if repeats:
+            fields = list(fields)
+            for pos in repeats:
+                fields[pos] = list(dict.fromkeys(fields[pos]))
+        return fields, users
     refs_of = [_refs(f, known) for f in fields]
     return refs_of, _users(refs_of)
+
+
+def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] | None:
+    """When every field is a list of ints: id → ascending positions of the fields naming it (keys
+    in order of first use), and the positions of the fields that name an id twice; else None.
+
+    A repeat shows as the field's position already ending its id's list. Fields of one or two ids
+    (most operand lists) are unpacked rather than iterated.
+    """
+    users: dict[int, list[int]] = {}
+    users_of = users.get
+    repeats: list[int] = []
+    last: int | None = None  # the id of the last one-id field, and its list
+    last_users: list[int] = []
+    for pos, refs in enumerate(fields):
+        if type(refs) is not list:
+            return None
+        size = len(refs)
+        if size == 1:
+            (a,) = refs
+            if type(a) is not int:
+                return None
+            if a == last:  # the tiles of one operation write one buffer
+                last_users.append(pos)
+                continue
+            last = a
+            known = users_of(a)
+            if known is None:
+                last_users = users[a] = [pos]
+            else:
+                last_users = known
+                known.append(pos)
+        elif size == 2:
+            a, b = refs
+            if type(a) is not int or type(b) is not int:
+                return None
+            if (named := users_of(a)) is None:
+                users[a] = [pos]
+            else:
+                named.append(pos)
+            if b == a:
+                repeats.append(pos)
+            elif (named := users_of(b)) is None:
+                users[b] = [pos]
+            else:
+                named.append(pos)
+        else:
+            for b in refs:
+                if type(b) is not int:
+                    return None
+                if (named := users_of(b)) is None:
+                    users[b] = [pos]
+                elif named[-1] != pos:
+                    named.append(pos)
+                else:
+                    repeats.append(pos)
+    return users, repeats
+
+
+def _shared_table(
+    c: int, t: int, others: dict[tuple[int, int], tuple[tuple[int, int, int]]], highest: dict[int, int]
+) -> tuple[tuple[int, int, int]]:
+    """The single-wait table ``((0, c, t),)`` for a threshold other than the first one seen for
+    ``c`` (shared in ``others``), raising ``highest[c]`` to ``t`` if needed."""
+    if t > highest[c]:
+        highest[c] = t
+    return others.get((c, t)) or others.setdefault((c, t), ((0, c, t),))
+
+
+def _positions(keys: list[int | None]) -> dict[int, list[int]]:
+    """Key → ascending positions where it occurs, keys in order of first use (None is no key).
+    A key equal to the one before (the tiles of one operation) skips the lookup."""
+    found: dict[Any, list[int]] = {}
+    found_at = found.get
+    last: int | None = None
+    named: list[int] = []
+    for pos, key in enumerate(keys):
+        if key == last:
+            named.append(pos)
+            continue
+        last = key
+        known = found_at(key)
+        if known is None:
+            named = found[key] = [pos]
+        else:
+            named = known
+            named.append(pos)
+    found.pop(None, None)
+    return found
 
 
 def _users(refs_of: list[list[int]]) -> dict[int, list[int]]:
@@ -333,8 +493,8 @@ def _wait_table(waits: Any) -> list[tuple[int, int, Any]]:
 
 def kahn(n: int, preds: Sequence[Sequence[int]], succs: Sequence[Sequence[int]]) -> list[int] | None:
     """Kahn's algorithm over positions: FIFO queue seeded in ascending order; None on a cycle."""
-    indeg = [len(p) for p in preds]
-    order = [i for i in range(n) if not indeg[i]]  # the FIFO queue: order[head:] is still queued
+    indeg = list(map(len, preds))
+    order = list(compress(range(n), map(not_, indeg)))  # the FIFO queue: order[head:] is still queued
     append = order.append
     head = 0
     while head < len(order):

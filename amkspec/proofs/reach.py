@@ -31,13 +31,20 @@ _SCAN = 16
 class Reachability:
     """Strict-ancestor queries over positions, given predecessor lists and a topological order."""
 
-    def __init__(self, preds: Sequence[Sequence[int]], topo: list[int]) -> None:
+    def __init__(
+        self, preds: Sequence[Sequence[int]], topo: list[int], *, in_list_order: bool = False
+    ) -> None:
+        """``in_list_order``: the caller knows ``topo`` is ``[0, 1, ..., n - 1]`` (then every
+        position is its own rank)."""
         self.preds = preds
         self.topo = topo
-        rank = [0] * len(topo)
-        for i, v in enumerate(topo):
-            rank[v] = i
-        self.rank = rank
+        if in_list_order:
+            self.rank = topo
+        else:
+            rank = [0] * len(topo)
+            for i, v in enumerate(topo):
+                rank[v] = i
+            self.rank = rank
         self._pred_sets: dict[int, frozenset[int]] = {}
         self.queries = 0
         self.bitset_passes = 0
