@@ -889,11 +889,14 @@ class Memo:
     Every distinct :class:`Operand` is interned to a small int code (``operands[code]``), once
     per buffer id and once per buffer (shape, dtype); op-level results are then keyed by
     ``(opcode, params items, input codes, output codes)``, plain tuples that hash and compare
-    without calling attrs methods. Params holding unhashable values (FUSED recipes) are not
-    cached. Params that compare equal (``1``, ``1.0``, ``True``) share an entry: every rule
-    reads a non-recipe param through ``int()``, so equal values give equal regions (only the
-    rejection note of a non-int could differ, for equal values of different repr such as
-    ``Decimal('inf')`` and ``inf``, which no JSON document holds).
+    without calling attrs methods. Params holding unhashable values (FUSED recipes) have no
+    items key and are not cached under one. Params that compare equal (``1``, ``1.0``,
+    ``True``) share an entry: every rule reads a non-recipe param through ``int()``, so equal
+    values give equal regions (only the rejection note of a non-int could differ, for equal
+    values of different repr such as ``Decimal('inf')`` and ``inf``, which no JSON document
+    holds). The validator's batch over the tasks' columns keys by the exact params key instead
+    (:func:`_keyed_task_regions`, FUSED recipes included), which merges no two params that the
+    items key keeps apart.
     """
 
     def __init__(self) -> None:
