@@ -77,7 +77,8 @@ class Reachability:
             lo = rank[a]
             if lo >= rank[b] or (a, b) in yes:
                 continue
-            if is_direct(a, b):
+            direct = preds[b]
+            if a in direct if len(direct) <= _SCAN else is_direct(a, b):  # is_direct, inlined
                 yes.add((a, b))
                 continue
             # the first descent of :meth:`_search`, a few steps deep: a chain of first
