@@ -115,8 +115,10 @@ class ProgramIndex:
         self.forward = True
         self.max_threshold: dict[int, int] = {}
         self.fields: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
-        self.plain_inputs = self.plain_outputs = self.plain_waits = False
-        self.lowest_threshold: int | None = None
+        self.plain_inputs = self.plain_outputs = False
+        self._wait_lists = True  # every waits field is a list
+        self._single_tables: list[dict[Any, tuple[tuple[int, int, int]]]] = []
+        self._general: list[int] = []  # positions of the tasks whose waits took the general path
         self._index_tasks()
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
@@ -175,10 +177,10 @@ class ProgramIndex:
         run_counters: tuple[int] = (0,)
         run_preds: Sequence[int] = ()
         run: list[int] = []
-        plain = True
+        lists = True
         for pos, ws in enumerate(waits):
             if type(ws) is not list or not ws:
-                plain = plain and type(ws) is list
+                lists = lists and type(ws) is list
                 continue
             if (
                 len(ws) == 1
@@ -207,9 +209,7 @@ class ProgramIndex:
             else:
                 general.append(pos)
         self.max_threshold = highest
-        self.plain_waits = plain
-        lows = [table[0][2] for table in chain(tables.values(), others.values())]
-        self.lowest_threshold = min(lows) if lows else None
+        self._wait_lists, self._single_tables, self._general = lists, [tables, others], general
         joined = self._index_general_waits(general, waits)
         self._link_single_waits(waiters, joined)
         for c, after in joined.items():
@@ -229,19 +229,14 @@ class ProgramIndex:
         producers, own, highest = self.producers, self.out_counter, self.max_threshold
         waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
         n_edges, forward = 0, True
-        plain, lowest = self.plain_waits, self.lowest_threshold
         for pos in general:
             table = _wait_table(waits[pos])
-            plain = plain and len(table) == len(waits[pos])
             if not table:
                 continue
             waits_of[pos] = table
             counters = counters_of[pos] = [c for _, c, _ in table]
             for _, c, t in table:
-                if type(t) is not int:
-                    plain, t = False, 0
-                elif lowest is None or t < lowest:
-                    lowest = t
+                t = t if type(t) is int else 0
                 if c not in highest or t > highest[c]:
                     highest[c] = t
             distinct = [c for c in dict.fromkeys(counters) if c in producers]
@@ -261,7 +256,6 @@ class ProgramIndex:
                 preds_of[pos] = preds
         self.n_edges += n_edges
         self.forward = self.forward and forward
-        self.plain_waits, self.lowest_threshold = plain, lowest
         return joined
 
     def _link_single_waits(self, waiters: dict[int, list[int]], joined: dict[int, list[int]]) -> None:
@@ -293,6 +287,26 @@ class ProgramIndex:
                 succs[p] = after
         self.n_edges += n_edges
         self.forward = self.forward and forward
+
+    @cached_property
+    def plain_waits(self) -> bool:
+        """Every task's waits field is a list whose every entry is exactly a Wait with an int counter
+        and an int threshold: the single-wait tasks were tested while indexing, the others here."""
+        waits, tables = self.fields[2], self.waits
+        for pos in self._general:
+            table = tables[pos]
+            if len(table) != len(waits[pos]) or not {type(t) for _, _, t in table} <= {int}:
+                return False
+        return self._wait_lists
+
+    @cached_property
+    def lowest_threshold(self) -> int | None:
+        """The lowest int threshold of any entry of ``waits`` (None when there is none), from the
+        tables the index shares among single-wait tasks and the other tasks' entries."""
+        tables = self.waits
+        lows = [table[0][2] for table in chain.from_iterable(map(dict.values, self._single_tables))]
+        lows += [t for pos in self._general for _, _, t in tables[pos] if type(t) is int]
+        return min(lows, default=None)
 
     @cached_property
     def columns(self) -> TaskColumns | None:
