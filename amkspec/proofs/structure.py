@@ -10,7 +10,6 @@ families (memory safety) do not judge meaningless shapes.
 from __future__ import annotations
 
 import math
-from collections import Counter as Tally
 from collections.abc import Iterator
 from itertools import chain, compress, count
 from operator import itemgetter, ne
@@ -272,8 +271,9 @@ def total_nbytes(buffers: list[Any], *, well_formed: bool = False) -> int:
     ``(dtype, shape)`` is sized once."""
     if not well_formed:
         return sum(buffer_nbytes(b) or 0 for b in buffers)
-    sizes = Tally(zip([b.dtype for b in buffers], [b.shape for b in buffers], strict=True))
-    return sum(nbytes_of(dtype, shape) * times for (dtype, shape), times in sizes.items())
+    keys = list(zip([b.dtype for b in buffers], [b.shape for b in buffers], strict=True))
+    size = {key: nbytes_of(*key) for key in dict.fromkeys(keys)}
+    return sum(map(size.__getitem__, keys))
 
 
 def _nbytes(buf: Any) -> int:
