@@ -323,10 +323,9 @@ def scan_tasks(ix: ProgramIndex) -> TaskScan:
     return _scan_each(ix) if scan is None else scan
 
 
-COLUMNS_MIN_TASKS = 32
-"""Smaller programs are scanned task by task: building the columns and the dozen whole-column
-passes cost more than the per-task tests they replace (about equal at 27 tasks, the column scan
-ahead from about 40; the index's facts spare it the operand and wait tests)."""
+COLUMNS_MIN_TASKS = 128
+"""Smaller programs are scanned task by task: the dozen whole-column passes cost more than the
+per-task tests they replace."""
 
 
 def _scan_each(ix: ProgramIndex) -> TaskScan:
