@@ -35,6 +35,7 @@ import attrs
 
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, Task
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
+from amkspec.proofs.columns import TaskColumns
 from amkspec.proofs.shapes.context import are_shapes, is_shape
 
 Interval = tuple[int, int]
@@ -888,11 +889,14 @@ class Memo:
     Every distinct :class:`Operand` is interned to a small int code (``operands[code]``), once
     per buffer id and once per buffer (shape, dtype); op-level results are then keyed by
     ``(opcode, params items, input codes, output codes)``, plain tuples that hash and compare
-    without calling attrs methods. Params holding unhashable values (FUSED recipes) are not
-    cached. Params that compare equal (``1``, ``1.0``, ``True``) share an entry: every rule
-    reads a non-recipe param through ``int()``, so equal values give equal regions (only the
-    rejection note of a non-int could differ, for equal values of different repr such as
-    ``Decimal('inf')`` and ``inf``, which no JSON document holds).
+    without calling attrs methods. Params holding unhashable values (FUSED recipes) have no
+    items key and are not cached under one. Params that compare equal (``1``, ``1.0``,
+    ``True``) share an entry: every rule reads a non-recipe param through ``int()``, so equal
+    values give equal regions (only the rejection note of a non-int could differ, for equal
+    values of different repr such as ``Decimal('inf')`` and ``inf``, which no JSON document
+    holds). The validator's batch over the tasks' columns keys by the exact params key instead
+    (:func:`_keyed_task_regions`, FUSED recipes included), which merges no two params that the
+    items key keeps apart.
     """
 
     def __init__(self) -> None:
@@ -982,12 +986,18 @@ def task_regions(task: Any, buffers: Mapping[int, Buffer], memo: Memo) -> TaskRe
     return ids_in, cached[0], ids_out, cached[1]
 
 
+KEYED_MIN_TASKS = 64
+"""From this many tasks the validator passes :func:`all_task_regions` the tasks' columns (on
+fewer, building them costs more than the params keys save: about even at 60 lowered tasks)."""
+
+
 def all_task_regions(
     tasks: Sequence[Any],
     inputs: Sequence[Any],
     outputs: Sequence[Any],
     buffers: Mapping[int, Buffer],
     memo: Memo,
+    columns: TaskColumns | None = None,
 ) -> list[TaskRegions | None]:
     """:func:`task_regions` of every task, in one pass (the validator's batch path).
 
@@ -997,8 +1007,13 @@ def all_task_regions(
     not passed that way, whose opcode or params are not plain, or that names a buffer whose
     operand is unusable takes :func:`task_regions`. An entry is None where that raised (the
     caller may then ask :func:`task_regions` again, where the error belongs).
+
+    ``columns``, the tasks' :class:`~amkspec.proofs.columns.TaskColumns` when the caller has
+    them, key each task by its exact params key (:func:`_keyed_task_regions`).
     """
     code = memo.codes_of(buffers)
+    if columns is not None and {*map(type, columns.ops)} <= {InstructionKind}:
+        return _keyed_task_regions(tasks, inputs, outputs, columns, buffers, memo, code)
     get = memo.ops.get
     found: list[TaskRegions | None] = []
     add = found.append
@@ -1043,6 +1058,81 @@ def all_task_regions(
         except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
             add(None)
     return found
+
+
+def _keyed_task_regions(
+    tasks: Sequence[Any],
+    inputs: Sequence[Any],
+    outputs: Sequence[Any],
+    columns: TaskColumns,
+    buffers: Mapping[int, Buffer],
+    memo: Memo,
+    code: Mapping[int, int | None],
+) -> list[TaskRegions | None]:
+    """:func:`all_task_regions` over the tasks' columns, every opcode an :class:`InstructionKind`.
+
+    A task's key is ``(opcode, params key, input codes, output codes)`` with the params key of
+    :func:`~amkspec.proofs.columns.param_key`: equal keys mean equal params of equal types in
+    equal order, so a hit is the :func:`op_footprint` the task itself would get (these keys are
+    never equal to :func:`task_regions`' keys, a bytes is not a tuple). A task without a params
+    key, or whose operand lists are not passed as its own checked lists, or that misses with
+    params that are not a dict or with an unusable operand, takes :func:`task_regions`.
+    """
+    get = memo.ops.get
+    found: list[TaskRegions | None] = []
+    add = found.append
+    own = (columns.inputs, columns.outputs, columns.ops, columns.param_keys, columns.params)
+    rows = zip(inputs, outputs, *own, tasks, strict=True)
+    for ins, outs, own_ins, own_outs, op, params_key, params, task in rows:
+        try:
+            if params_key is not None:
+                codes_in: tuple[int | None, ...] | None
+                if ins is own_ins:
+                    n = len(ins)  # the codes without a comprehension: most tasks have one to three operands
+                    codes_in = (
+                        (code[ins[0]], code[ins[1]])
+                        if n == 2
+                        else (code[ins[0]],)
+                        if n == 1
+                        else tuple([code[b] for b in ins])
+                    )
+                else:  # e.g. a buffer named twice (the caller's list names it once)
+                    ins, codes_in = _own_operands(own_ins, code, buffers, memo)
+                codes_out: tuple[int | None, ...] | None
+                if outs is own_outs:
+                    codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+                else:
+                    outs, codes_out = _own_operands(own_outs, code, buffers, memo)
+                key = (op, params_key, codes_in, codes_out)
+                cached = get(key)
+                if cached is not None:
+                    add((ins, cached[0], outs, cached[1]))
+                    continue
+                if (
+                    type(params) is dict
+                    and codes_in is not None
+                    and codes_out is not None
+                    and None not in codes_in
+                    and None not in codes_out
+                ):
+                    cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
+                    add((ins, cached[0], outs, cached[1]))
+                    continue
+            add(task_regions(task, buffers, memo))
+        except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
+            add(None)
+    return found
+
+
+def _own_operands(
+    value: Any, code: Mapping[int, int | None], buffers: Mapping[int, Buffer], memo: Memo
+) -> tuple[tuple[int, ...], tuple[int | None, ...] | None]:
+    """:func:`_operands` of a task's own operand list, where ``code`` holds the code of every
+    buffer of ``buffers``: a list of exact ints gives its ids and their codes (None for an id
+    that is not a buffer's, as for an unusable one), anything else takes :func:`_operands`."""
+    if type(value) is list and {*map(type, value)} <= {int}:
+        return tuple(value), tuple(map(code.get, value))
+    return _operands(value, buffers, memo)
 
 
 def _op_regions(

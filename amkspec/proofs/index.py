@@ -23,6 +23,7 @@ from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
 from amkspec.proofs.columns import TaskColumns, task_columns
 from amkspec.proofs.footprint import (
     EMPTY,
+    KEYED_MIN_TASKS,
     Memo,
     Region,
     TaskRegions,
@@ -320,8 +321,9 @@ class ProgramIndex:
         if found is None:
             if not self._batched:  # every task at once: its checked operand lists are not checked again
                 self._batched = True
+                columns = self.columns if self.n >= KEYED_MIN_TASKS else None
                 self._regions[:] = all_task_regions(
-                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo
+                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo, columns
                 )
                 found = self._regions[pos]
             if found is None:
