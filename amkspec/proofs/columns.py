@@ -32,8 +32,13 @@ class TaskColumns(NamedTuple):
     """No entry of ``param_keys`` is None."""
 
 
-def task_columns(tasks: list[Any]) -> TaskColumns | None:
-    """The columns of a task list whose every record is exactly a :class:`~amkspec.ir.Task`, else None."""
+def task_columns(
+    tasks: list[Any], inputs: list[Any] | None = None, outputs: list[Any] | None = None,
+    waits: list[Any] | None = None,
+) -> TaskColumns | None:
+    """The columns of a task list whose every record is exactly a :class:`~amkspec.ir.Task`, else
+    None. ``inputs``, ``outputs`` and ``waits``, when given, are those fields of every task, already
+    read (:attr:`~amkspec.proofs.index.ProgramIndex.fields`)."""
     if not {*map(type, tasks)} <= {Task}:
         return None
     params = [t.params for t in tasks]
@@ -42,8 +47,10 @@ def task_columns(tasks: list[Any]) -> TaskColumns | None:
         keys, all_keyed = list(map(marshal.dumps, params, repeat(MARSHAL_VERSION))), True
     except ValueError:
         keys, all_keyed = list(map(param_key, params)), False
-    inputs, outputs = [t.inputs for t in tasks], [t.outputs for t in tasks]
-    ops, waits = [t.op for t in tasks], [t.waits for t in tasks]
+    inputs = [t.inputs for t in tasks] if inputs is None else inputs
+    outputs = [t.outputs for t in tasks] if outputs is None else outputs
+    waits = [t.waits for t in tasks] if waits is None else waits
+    ops = [t.op for t in tasks]
     return TaskColumns(ops, inputs, outputs, waits, params, keys, all_keyed)
 
 

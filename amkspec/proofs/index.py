@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from functools import cached_property
-from itertools import compress
+from itertools import chain, compress
 from operator import not_
 from typing import Any, TypeGuard
 
@@ -79,7 +79,17 @@ class ProgramIndex:
     list order itself when ``forward``, else Kahn's (FIFO, ascending seeds).
     ``max_threshold`` maps every counter some wait table names to the highest threshold waited
     for on it (a threshold that is not an int counts as 0). ``rejected_tasks`` collects the
-    positions of tasks a structure check rejected, so that later families skip them.
+    positions of tasks a structure check rejected, so that later families skip them;
+    ``buffers_well_formed`` is set by the structure checks when they find every buffer record
+    well formed (False until then).
+
+    Facts established while indexing, for the checks that would otherwise re-prove them:
+    ``fields`` holds every task's ``inputs``, ``outputs`` and ``waits`` field as it is (None where
+    a record lacks one); ``plain_inputs`` (``plain_outputs``) is True exactly when every task's
+    inputs (outputs) field is a list of int ids of known buffers; ``plain_waits`` is True exactly
+    when every task's waits field is a list whose every entry is exactly a
+    :class:`~amkspec.ir.Wait` with an int counter and an int threshold; ``lowest_threshold`` is the
+    lowest int threshold of any wait (None when there is none).
     """
 
     def __init__(self, prog: MegakernelProgram) -> None:
@@ -98,12 +108,18 @@ class ProgramIndex:
         self.readers: dict[int, list[int]] = {}
         self.writers: dict[int, list[int]] = {}
         self.rejected_tasks: set[int] = set()
+        self.buffers_well_formed = False
         self.preds: list[Sequence[int]] = [()] * n
         self.succs: list[Sequence[int]] = [()] * n
         self.self_waiting: list[int] = []
         self.n_edges = 0
         self.forward = True
         self.max_threshold: dict[int, int] = {}
+        self.fields: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+        self.plain_inputs = self.plain_outputs = False
+        self._wait_lists = True  # every waits field is a list
+        self._single_tables: list[dict[Any, tuple[tuple[int, int, int]]]] = []
+        self._general: list[int] = []  # positions of the tasks whose waits took the general path
         self._index_tasks()
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
@@ -128,8 +144,9 @@ class ProgramIndex:
             outs = [getattr(t, "outputs", None) for t in tasks]
             ocs = [getattr(t, "out_counter", None) for t in tasks]
             waits = [getattr(t, "waits", None) for t in tasks]
-        self.inputs, self.readers = _operands(ins, self.buffers)
-        self.outputs, self.writers = _operands(outs, self.buffers)
+        self.fields = (ins, outs, waits)
+        self.inputs, self.readers, self.plain_inputs = _operands(ins, self.buffers)
+        self.outputs, self.writers, self.plain_outputs = _operands(outs, self.buffers)
         if not {*map(type, ocs)} <= {int}:
             ocs = [oc if type(oc) is int else None for oc in ocs]
         self.out_counter = ocs
@@ -162,8 +179,10 @@ class ProgramIndex:
         run_counters: tuple[int] = (0,)
         run_preds: Sequence[int] = ()
         run: list[int] = []
+        lists = True
         for pos, ws in enumerate(waits):
             if type(ws) is not list or not ws:
+                lists = lists and type(ws) is list
                 continue
             if (
                 len(ws) == 1
@@ -192,6 +211,7 @@ class ProgramIndex:
             else:
                 general.append(pos)
         self.max_threshold = highest
+        self._wait_lists, self._single_tables, self._general = lists, [tables, others], general
         joined = self._index_general_waits(general, waits)
         self._link_single_waits(waiters, joined)
         for c, after in joined.items():
@@ -271,10 +291,30 @@ class ProgramIndex:
         self.forward = self.forward and forward
 
     @cached_property
+    def plain_waits(self) -> bool:
+        """Every task's waits field is a list whose every entry is exactly a Wait with an int counter
+        and an int threshold: the single-wait tasks were tested while indexing, the others here."""
+        waits, tables = self.fields[2], self.waits
+        for pos in self._general:
+            table = tables[pos]
+            if len(table) != len(waits[pos]) or not {type(t) for _, _, t in table} <= {int}:
+                return False
+        return self._wait_lists
+
+    @cached_property
+    def lowest_threshold(self) -> int | None:
+        """The lowest int threshold of any entry of ``waits`` (None when there is none), from the
+        tables the index shares among single-wait tasks and the other tasks' entries."""
+        tables = self.waits
+        lows = [table[0][2] for table in chain.from_iterable(map(dict.values, self._single_tables))]
+        lows += [t for pos in self._general for _, _, t in tables[pos] if type(t) is int]
+        return min(lows, default=None)
+
+    @cached_property
     def columns(self) -> TaskColumns | None:
         """The tasks a column at a time (:func:`~amkspec.proofs.columns.task_columns`), built on
         first use and shared by the checks that read it (structure, memory safety)."""
-        return task_columns(self.tasks)
+        return task_columns(self.tasks, *self.fields)
 
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
@@ -374,9 +414,10 @@ def _refs(value: Any, known: dict[int, Any]) -> list[int]:
     return refs if len(refs) < 2 or len(set(refs)) == len(refs) else list(dict.fromkeys(refs))
 
 
-def _operands(fields: list[Any], known: dict[int, Any]) -> tuple[list[Any], dict[int, list[int]]]:
-    """:func:`_refs` of every task's inputs (or outputs) field, and buffer id → ascending positions
-    of the tasks naming it, keys in order of first use.
+def _operands(fields: list[Any], known: dict[int, Any]) -> tuple[list[Any], dict[int, list[int]], bool]:
+    """:func:`_refs` of every task's inputs (or outputs) field, buffer id → ascending positions
+    of the tasks naming it, keys in order of first use, and whether every field is a list of
+    int ids of known buffers.
 
     When every field is a list of known int ids (a well-formed program) one pass groups them
     (:func:`_users_of_ids`), and a list that names no buffer twice is used as it is (the index
@@ -389,9 +430,9 @@ def _operands(fields: list[Any], known: dict[int, Any]) -> tuple[list[Any], dict
             fields = list(fields)
             for pos in repeats:
                 fields[pos] = list(dict.fromkeys(fields[pos]))
-        return fields, users
+        return fields, users, True
     refs_of = [_refs(f, known) for f in fields]
-    return refs_of, _users(refs_of)
+    return refs_of, _users(refs_of), False
 
 
 def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] | None:

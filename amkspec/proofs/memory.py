@@ -60,12 +60,13 @@ class _LazyOperands(dict[int, "Operand | None"]):
         return operand
 
 
-def _kinds(records: dict[int, Buffer]) -> dict[int, int]:
+def _kinds(records: dict[int, Buffer], well_formed: bool = False) -> dict[int, int]:
     """Buffer id → an int naming its :func:`operand_kind` (equal kinds, equal ints), for the
-    buffers with a well-formed shape."""
+    buffers with a well-formed shape. ``well_formed``: the caller knows every record is well
+    formed (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`)."""
     buffers = records.values()
     shapes, dtypes = [b.shape for b in buffers], [b.dtype for b in buffers]
-    if {*map(type, dtypes)} <= {DType} and are_shapes(shapes):
+    if well_formed or ({*map(type, dtypes)} <= {DType} and are_shapes(shapes)):
         # every kind is (shape, dtype): a column at a time, a new kind named by its position
         seen: dict[tuple[tuple[int, ...], DType], int] = {}
         names = map(seen.setdefault, zip(shapes, dtypes, strict=True), count())
@@ -102,8 +103,10 @@ def check_memory_safety(
     else:
         records = _records(prog.buffers)
     if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
-        columns = index.columns if index is not None else task_columns(tasks)
-        return _check_memoised(tasks, records, columns)
+        if index is None:
+            return _check_memoised(tasks, records, task_columns(tasks), _kinds(records))
+        kinds = _kinds(records, index.buffers_well_formed and records is index.buffers)
+        return _check_memoised(tasks, records, index.columns, kinds)
     return _check_each(tasks, records)
 
 
@@ -119,7 +122,7 @@ def _check_each(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic
 
 
 def _check_memoised(
-    tasks: list[Any], records: dict[int, Buffer], columns: TaskColumns | None
+    tasks: list[Any], records: dict[int, Buffer], columns: TaskColumns | None, kinds: dict[int, int]
 ) -> list[Diagnostic]:
     """Apply the rules to every task whose rule key (:func:`_rule_keys`) is not that of a clean
     task before it. A task that :func:`_context` skips reports nothing whatever its key, so the key
@@ -127,7 +130,7 @@ def _check_memoised(
     found: list[Diagnostic] = []
     operand = _LazyOperands(records).__getitem__
     clean: set[Hashable] = set()
-    for task, key in zip(tasks, _rule_keys(columns, len(tasks), _kinds(records)), strict=True):
+    for task, key in zip(tasks, _rule_keys(columns, len(tasks), kinds), strict=True):
         if key in clean:
             continue
         ctx = _context(task, operand, found)

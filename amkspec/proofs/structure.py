@@ -206,6 +206,7 @@ def check_buffers(ix: ProgramIndex) -> Iterator[Diagnostic]:
     cap, where = buffer_cap(ix.prog)
     buffers = as_list(ix.prog.buffers)
     if _all_fine(buffers, cap):
+        ix.buffers_well_formed = True
         return
     for buf in buffers:
         if _buffer_ok(buf) and _nbytes(buf) <= cap:
@@ -264,8 +265,24 @@ def buffer_nbytes(buf: Any) -> int | None:
     return _nbytes(buf)
 
 
+def total_nbytes(buffers: list[Any], *, well_formed: bool = False) -> int:
+    """The sum of :func:`buffer_nbytes` over ``buffers`` (0 for a malformed one). When the caller
+    knows every buffer is well formed (:func:`buffer_problem` is None), each distinct
+    ``(dtype, shape)`` is sized once."""
+    if not well_formed:
+        return sum(buffer_nbytes(b) or 0 for b in buffers)
+    keys = list(zip([b.dtype for b in buffers], [b.shape for b in buffers], strict=True))
+    size = {key: nbytes_of(*key) for key in dict.fromkeys(keys)}
+    return sum(map(size.__getitem__, keys))
+
+
 def _nbytes(buf: Any) -> int:
-    return int(buf.dtype.nbytes(math.prod(buf.shape)))
+    return nbytes_of(buf.dtype, buf.shape)
+
+
+def nbytes_of(dtype: DType, shape: tuple[int, ...]) -> int:
+    """Storage bytes of a well-formed ``(dtype, shape)`` (spec §1.3)."""
+    return int(dtype.nbytes(math.prod(shape)))
 
 
 # -- tasks -----------------------------------------------------------------------------------
@@ -372,34 +389,56 @@ def _scan_columns(ix: ProgramIndex) -> TaskScan | None:
     columns = ix.columns
     if columns is None or not columns.all_keyed:
         return None
-    ops, ins, outs, waits = columns.ops, columns.inputs, columns.outputs, columns.waits
     if not (
-        {*map(type, ops)} <= {InstructionKind}
-        and {*map(type, chain(ins, outs, waits))} <= {list}
+        {*map(type, columns.ops)} <= {InstructionKind}
         and {*map(type, columns.params)} <= {dict}
-    ):
-        return None
-    n_in, n_out, n_waits = list(map(len, ins)), list(map(len, outs)), list(map(len, waits))
-    if not (
-        _arities_fit(set(zip(ops, n_in, n_out, strict=True)))
-        and max(n_waits, default=0) <= ABI_MAX_WAITS
-        and n_waits == list(map(len, ix.waits))
-        and ix.counters.keys() >= set(ix.out_counter)
-        and _tables_fine(ix)
-        and _refs_known(ix, ins, outs, n_in, n_out)
-        and _all_params_clean(columns)
+        and _fields_fine(ix, columns)
+        and max(map(len, columns.waits), default=0) <= ABI_MAX_WAITS
+        and ix.counters.keys() >= ix.producers.keys()
+        and sum(map(len, ix.producers.values())) == ix.n  # no task lacks an int out_counter
+        and _ops_fit(columns)
     ):
         return None
     return TaskScan([], _in_place(ix.tasks), _sms_fit(ix.tasks, _sm_range(ix)[1]))
 
 
-def _arities_fit(counts: set[tuple[InstructionKind, int, int]]) -> bool:
-    """Every distinct ``(op, inputs, outputs)`` is an opcode's arity within the ABI caps."""
-    for op, n_in, n_out in counts:
+def _fields_fine(ix: ProgramIndex, columns: TaskColumns) -> bool:
+    """Every task's inputs and outputs are lists of known buffer ids, and its waits a list of Wait
+    records each naming a known counter with a positive int32 threshold. The index's facts
+    (:attr:`~amkspec.proofs.index.ProgramIndex.plain_inputs` ...) settle the types and the buffer
+    ids when they hold; else every field is tested here."""
+    if ix.plain_inputs and ix.plain_outputs and ix.plain_waits:
+        highest = ix.max_threshold  # every wait is in the index's tables, its threshold an int
+        low = ix.lowest_threshold
+        return (
+            (low is None or (low >= 1 and max(highest.values()) <= INT32_MAX))
+            and ix.counters.keys() >= highest.keys()
+        )
+    ins, outs, waits = columns.inputs, columns.outputs, columns.waits
+    if not {*map(type, chain(ins, outs, waits))} <= {list}:
+        return False
+    n_in, n_out = list(map(len, ins)), list(map(len, outs))
+    return (
+        list(map(len, waits)) == list(map(len, ix.waits))
+        and _tables_fine(ix)
+        and _refs_known(ix, ins, outs, n_in, n_out)
+    )
+
+
+def _ops_fit(columns: TaskColumns) -> bool:
+    """Every task's input and output counts are its opcode's arity within the ABI caps, and its
+    params hold the opcode's required ones, each known and fitting (:func:`_params_clean`): tested
+    once per distinct ``(op, inputs, outputs, params)``, the params by their exact key
+    (:func:`~amkspec.proofs.columns.param_key`, all present)."""
+    ops, ins, outs, keys = columns.ops, columns.inputs, columns.outputs, columns.param_keys
+    by_key = dict(zip(keys, columns.params, strict=True))
+    for op, n_in, n_out, key in set(zip(ops, map(len, ins), map(len, outs), keys, strict=True)):
         arity = _ARITY.get(op)
         if arity is None or n_in not in arity[0] or n_out not in arity[1]:
             return False
-    return True
+        if not by_key[key].keys() >= arity[2]:
+            return False
+    return all(map(_params_clean, by_key.values()))
 
 
 def _tables_fine(ix: ProgramIndex) -> bool:
@@ -429,16 +468,6 @@ def _kept_all(ix: ProgramIndex, fields: list[list[Any]], kept: list[list[int]], 
         return True
     refs = list(chain.from_iterable(map(fields.__getitem__, compress(count(), map(ne, kept_counts, counts)))))
     return {*map(type, refs)} <= {int} and ix.buffers.keys() >= set(refs)  # types first: True == 1
-
-
-def _all_params_clean(columns: TaskColumns) -> bool:
-    """Every task has its opcode's required params, each known and fitting (:func:`_params_clean`),
-    tested once per distinct ``(op, params)`` (:func:`~amkspec.proofs.columns.param_key`)."""
-    groups = zip(columns.ops, columns.param_keys, strict=True)
-    for (op, _), some in dict(zip(groups, columns.params, strict=True)).items():
-        if not (some.keys() >= _ARITY[op][2] and _params_clean(some)):
-            return False
-    return True
 
 
 def _sms_fit(tasks: list[Task], top: int) -> bool:

@@ -91,7 +91,7 @@ def _stats(ix: ProgramIndex) -> dict[str, Any]:
     """Statistics of the original (tasks, buffers, counters, edges, acyclic, weight_MB, sm_assigned)
     plus the reachability work done."""
     weights = [b for b in ix.buffers.values() if getattr(b, "kind", None) in WEIGHT_KINDS]
-    weight = sum(structure.buffer_nbytes(b) or 0 for b in weights)
+    weight = structure.total_nbytes(weights, well_formed=ix.buffers_well_formed)
     reach = ix.built_reach
     return {
         "tasks": ix.n,
