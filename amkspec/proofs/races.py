@@ -333,6 +333,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     gaps_of, tiles = _Uncovered(), _Tiles()
     tiles_of, repeated = tiles.found.get, _Repeated()  # the first: a memo, asked inline
     wholes: dict[int, tuple[Any, bool, Region]] = {}  # a write region's id → (shape, whole buffer?, it)
+    unused: dict[int, tuple[list[Box], Region]] = {}
     whole = wholes.get
     buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
     activation, returned = BufferKind.ACTIVATION, BufferKind.IO_OUTPUT
@@ -345,7 +346,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         if not readers and kind is not returned:
             continue
         covers: int | None = None  # the id of the writes' list, when the index shares it
-        seen: dict[int, tuple[list[Box], Region]] = {}  # per read region's id: its gaps in ``writes``
+        seen = unused  # per read region's id: its gaps in ``writes`` (asked only when ``covers`` is set)
         if len(writers) == 1:  # most buffers: ix.write_regions(bid) without building its list
             w = writers[0]
             _, _, ids, written = regions(w)
