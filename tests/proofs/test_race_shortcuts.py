@@ -35,6 +35,7 @@ from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.reach import Reachability
 from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_index import malformed_programs, runs_programs
+from tests.proofs.test_race_fast_paths import _closure
 from tests.proofs.test_race_oracles import _mutated, _odd_programs
 
 
@@ -204,17 +205,6 @@ def _deep_dags(draw: Any) -> tuple[list[list[int]], list[tuple[int, int]]]:
         preds[b] = sorted(set(preds[b]))
     pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=16))
     return preds, pairs
-
-
-def _closure(preds: list[list[int]], b: int) -> set[int]:
-    seen: set[int] = set()
-    todo = list(preds[b])
-    while todo:
-        a = todo.pop()
-        if a not in seen:
-            seen.add(a)
-            todo.extend(preds[a])
-    return seen
 
 
 @given(_deep_dags(), st.booleans())
