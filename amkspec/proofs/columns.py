@@ -2,7 +2,7 @@
 
 A check whose outcome depends only on a task's params can run once per distinct params dict;
 its key must then be exact: two dicts share a key only when they hold the same keys and values,
-of the same types, in the same order (:func:`param_keys`).
+of the same types, in the same order (:func:`param_key`).
 """
 
 from __future__ import annotations
