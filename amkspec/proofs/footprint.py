@@ -1012,76 +1012,60 @@ def all_task_regions(
     them, key each task by its exact params key (:func:`_keyed_task_regions`).
     """
     code = memo.codes_of(buffers)
-    if columns is not None and {*map(type, columns.ops)} <= {InstructionKind}:
-        return _keyed_task_regions(tasks, inputs, outputs, columns, buffers, memo, code)
-    get = memo.ops.get
-    found: list[TaskRegions | None] = []
-    add = found.append
     if not {*map(type, tasks)} <= {Task}:  # odd records: each its own way
+        found: list[TaskRegions | None] = []
         for task in tasks:
             try:
-                add(task_regions(task, buffers, memo))
+                found.append(task_regions(task, buffers, memo))
             except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
-                add(None)
+                found.append(None)
         return found
-    for task, ins, outs in zip(tasks, inputs, outputs, strict=True):
-        try:
-            op, params = task.op, task.params
-            if type(op) is not InstructionKind or type(params) is not dict:
-                add(task_regions(task, buffers, memo))
-                continue
-            codes_in: tuple[int | None, ...] | None
-            if ins is task.inputs:
-                n = len(ins)  # the codes without a comprehension: most tasks have one to three operands
-                codes_in = (
-                    (code[ins[0]], code[ins[1]])
-                    if n == 2
-                    else (code[ins[0]],)
-                    if n == 1
-                    else tuple([code[b] for b in ins])
-                )
-            else:  # e.g. a buffer named twice (the caller's list names it once)
-                ins, codes_in = _operands(task.inputs, buffers, memo)
-            codes_out: tuple[int | None, ...] | None
-            if outs is task.outputs:
-                codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
-            else:
-                outs, codes_out = _operands(task.outputs, buffers, memo)
-            key = (op, tuple(params.items()), codes_in, codes_out)
-            cached = get(key)  # unhashable params raise: left None, task_regions does not cache them
-            if cached is None:
-                if codes_in is None or codes_out is None or None in codes_in or None in codes_out:
-                    add(task_regions(task, buffers, memo))
-                    continue
-                cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
-            add((ins, cached[0], outs, cached[1]))
-        except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
-            add(None)
-    return found
+    own: tuple[list[Any], list[Any], list[Any], Sequence[Any], list[Any]]
+    if columns is None:
+        ops, params = [t.op for t in tasks], [t.params for t in tasks]
+        own = ([t.inputs for t in tasks], [t.outputs for t in tasks], ops, _items_keys(ops, params), params)
+    else:
+        keys: Sequence[Any] = columns.param_keys
+        if not {*map(type, columns.ops)} <= {InstructionKind}:
+            plain = [type(op) is InstructionKind for op in columns.ops]
+            keys = [k if fine else None for fine, k in zip(plain, keys, strict=True)]
+        own = (columns.inputs, columns.outputs, columns.ops, keys, columns.params)
+    return _keyed_task_regions(tasks, inputs, outputs, own, buffers, memo, code)
+
+
+def _items_keys(ops: list[Any], params: list[Any]) -> list[tuple[Any, ...] | None]:
+    """The params key of each task when the caller has no exact ones: its params' items (equal
+    values such as ``1`` and ``1.0`` share it, and so do their footprints: every rule reads a
+    non-recipe param through ``int()``), None where the opcode or the params are not plain."""
+    return [
+        tuple(p.items()) if type(op) is InstructionKind and type(p) is dict else None
+        for op, p in zip(ops, params, strict=True)
+    ]
 
 
 def _keyed_task_regions(
     tasks: Sequence[Any],
     inputs: Sequence[Any],
     outputs: Sequence[Any],
-    columns: TaskColumns,
+    own: tuple[list[Any], list[Any], list[Any], Sequence[Any], list[Any]],
     buffers: Mapping[int, Buffer],
     memo: Memo,
     code: Mapping[int, int | None],
 ) -> list[TaskRegions | None]:
-    """:func:`all_task_regions` over the tasks' columns, every opcode an :class:`InstructionKind`.
+    """:func:`all_task_regions` of plain task records over their columns ``own``: each task's
+    inputs, outputs, opcode, params key and params.
 
-    A task's key is ``(opcode, params key, input codes, output codes)`` with the params key of
-    :func:`~amkspec.proofs.columns.param_key`: equal keys mean equal params of equal types in
-    equal order, so a hit is the :func:`op_footprint` the task itself would get (these keys are
-    never equal to :func:`task_regions`' keys, a bytes is not a tuple). A task without a params
-    key, or whose operand lists are not passed as its own checked lists, or that misses with
-    params that are not a dict or with an unusable operand, takes :func:`task_regions`.
+    A task's key is ``(opcode, params key, input codes, output codes)``. The params key is the
+    exact :func:`~amkspec.proofs.columns.param_key` (equal keys mean equal params of equal types
+    in equal order; a bytes is never equal to :func:`task_regions`' own keys) or, without it, the
+    params' items (:func:`_items_keys`, :func:`task_regions`' own key), so a hit is the
+    :func:`op_footprint` the task itself would get. A task without a params key, or that misses
+    with params that are not a dict or with an unusable operand, takes :func:`task_regions`; an
+    unhashable key (a FUSED recipe's items) leaves the entry None.
     """
     get = memo.ops.get
     found: list[TaskRegions | None] = []
     add = found.append
-    own = (columns.inputs, columns.outputs, columns.ops, columns.param_keys, columns.params)
     rows = zip(inputs, outputs, *own, tasks, strict=True)
     for ins, outs, own_ins, own_outs, op, params_key, params, task in rows:
         try:
