@@ -48,11 +48,35 @@ def _linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step
     if tuple(view.shape) != (*x.shape[:-1], n_tile):
         return None
     wt = w.T
+    if x.dim() == 2 and view.is_contiguous() and _apart(view, x, w):
+        matmul = torch.matmul
+
+        def into_view() -> None:  # the same product, written in place of a copy
+            matmul(x, wt, out=view)
+
+        return into_view
 
     def step() -> None:
         view.copy_(x @ wt)
 
     return step
+
+
+def _span(t: Tensor) -> tuple[int, int]:
+    """The bytes ``[first, end)`` of its storage that a tensor's elements lie in."""
+    if t.numel() == 0:
+        return 0, 0
+    first = t.data_ptr()
+    last = first + sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) * t.element_size()
+    return first, last + t.element_size()
+
+
+def _apart(out: Tensor, *inputs: Tensor) -> bool:
+    """Whether no input shares a byte with ``out``, so an ``out=`` kernel may write it directly
+    (torch refuses an ``out=`` that partly overlaps an input; pages shared by several buffers, as
+    page allocation lays them out, can put a task's input and output in one storage)."""
+    low, high = _span(out)
+    return all(end <= low or high <= start for start, end in map(_span, inputs))
 
 
 def _rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:

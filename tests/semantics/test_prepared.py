@@ -130,3 +130,23 @@ def test_what_is_not_plain_is_left_to_the_reference_function(
     op: K, ins: list[torch.Tensor], params: Any,
 ) -> None:
     assert prepare(op, ins, [torch.zeros(1, 8)], params) is None
+
+
+@pytest.mark.parametrize("out_at", [36, 30, 2])  # after W; over W's last row; over x
+@pytest.mark.parametrize("n_off", [0, 4])
+def test_a_tile_whose_output_shares_a_storage_with_its_inputs(out_at: int, n_off: int) -> None:
+    """Buffers laid out on shared pages: one storage holds x, W and out. Where out is apart from
+    both, the step writes the product straight into out; where it overlaps one, it must still run
+    and give exactly what the reference function gives."""
+    def operands() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        arena = torch.randn(48, generator=torch.Generator().manual_seed(out_at + n_off))
+        return [arena[0:4].view(1, 4), arena[4:36].view(8, 4)], [arena[out_at : out_at + 8].view(1, 8)]
+
+    params = {"n_off": n_off, "N_tile": 4}
+    ins, outs = operands()
+    step = prepare(K.GEMV_TILE, ins, outs, params)
+    assert step is not None
+    step()
+    ref_ins, ref_outs = operands()
+    OP_SEMANTICS[K.GEMV_TILE](ref_ins, ref_outs, params)
+    assert torch.equal(outs[0], ref_outs[0]) and torch.equal(ins[1], ref_ins[1])
