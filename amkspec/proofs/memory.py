@@ -125,26 +125,38 @@ def _check_memoised(
     tasks: list[Any], records: dict[int, Buffer], columns: TaskColumns | None, kinds: dict[int, int]
 ) -> list[Diagnostic]:
     """Apply the rules to every task whose rule key (:func:`_rule_keys`) is not that of a clean
-    task before it. A task that :func:`_context` skips reports nothing whatever its key, so the key
-    need not judge it."""
+    task before it in its block (:data:`RULE_KEYS_AT_ONCE`). A task that :func:`_context` skips
+    reports nothing whatever its key, so the key need not judge it."""
     found: list[Diagnostic] = []
     operand = _LazyOperands(records).__getitem__
-    clean: set[Hashable] = set()
-    for task, key in zip(tasks, _rule_keys(columns, len(tasks), kinds), strict=True):
-        if key in clean:
-            continue
-        ctx = _context(task, operand, found)
-        if ctx is None:
-            continue
-        before = len(found)
-        check_op(ctx)
-        if key is not None and len(found) == before:
-            clean.add(key)
+    n = len(tasks)
+    for start in range(0, n, RULE_KEYS_AT_ONCE):  # block by block: see RULE_KEYS_AT_ONCE
+        block = tasks if n <= RULE_KEYS_AT_ONCE else tasks[start : start + RULE_KEYS_AT_ONCE]
+        clean: set[Hashable] = set()
+        for task, key in zip(block, _rule_keys(columns, start, len(block), kinds), strict=True):
+            if key in clean:
+                continue
+            ctx = _context(task, operand, found)
+            if ctx is None:
+                continue
+            before = len(found)
+            check_op(ctx)
+            if key is not None and len(found) == before:
+                clean.add(key)
     return found
 
 
-def _rule_keys(columns: TaskColumns | None, n: int, kinds: dict[int, int]) -> list[Hashable | None]:
-    """Each task's rule key (None: no key), a column at a time.
+RULE_KEYS_AT_ONCE = 1 << 14
+"""The memo works on blocks of this many tasks, each with its own keys and its own record of clean
+keys (:func:`_rule_keys` gives equal rules equal keys only within a block): a key is a tuple per
+task, and a million of them at once would be the validator's peak memory."""
+
+
+def _rule_keys(
+    columns: TaskColumns | None, start: int, n: int, kinds: dict[int, int]
+) -> list[Hashable | None]:
+    """The rule key (None: no key) of each of the ``n`` tasks from position ``start`` on, a
+    column at a time.
 
     The key is what the shape rules of a task depend on: the opcode, the params
     (:func:`~amkspec.proofs.columns.param_key`: exact about values, types and order), each
@@ -158,12 +170,14 @@ def _rule_keys(columns: TaskColumns | None, n: int, kinds: dict[int, int]) -> li
     """
     if columns is None:
         return [None] * n
-    ops, ins, outs = columns.ops, columns.inputs, columns.outputs
+    ops, params, ins, outs = columns.ops, columns.param_keys, columns.inputs, columns.outputs
+    if n < len(ops):  # a block of a long task list
+        ops, params, ins, outs = (column[start : start + n] for column in (ops, params, ins, outs))
     kind = kinds.get
     try:
         in_kinds = [map(kind, slot) for slot in zip_longest(*ins)]
         out_kinds = [map(kind, slot) for slot in zip_longest(*outs)]
-        keys: list[Hashable | None] = list(zip(ops, columns.param_keys, *in_kinds, *out_kinds, strict=True))
+        keys: list[Hashable | None] = list(zip(ops, params, *in_kinds, *out_kinds, strict=True))
         if not _SAME_BUFFER.isdisjoint(ops):
             for pos in compress(count(), map(_SAME_BUFFER.__contains__, ops)):
                 ids = ins[pos] + outs[pos]
@@ -171,7 +185,7 @@ def _rule_keys(columns: TaskColumns | None, n: int, kinds: dict[int, int]) -> li
     except TypeError:
         return [None] * n
     if not columns.all_keyed:
-        for pos in compress(count(), map(is_, columns.param_keys, repeat(None))):
+        for pos in compress(count(), map(is_, params, repeat(None))):
             keys[pos] = None
     return keys
 
