@@ -50,13 +50,14 @@ class _LazyOperands(dict[int, "Operand | None"]):
     """Buffer id → its operand view, built on first use (a program whose tasks share rule keys
     needs the operands of few buffers); ``lazy[bid]`` is None for a malformed shape or no buffer."""
 
-    def __init__(self, records: dict[int, Buffer]) -> None:
+    def __init__(self, records: dict[int, Buffer], well_formed: bool) -> None:
         super().__init__()
         self.records = records
+        self.well_formed = well_formed
 
     def __missing__(self, bid: int) -> Operand | None:
         buf = self.records.get(bid)
-        operand = self[bid] = buffer_operand(buf) if buf is not None else None
+        operand = self[bid] = buffer_operand(buf, self.well_formed) if buf is not None else None
         return operand
 
 
@@ -102,33 +103,46 @@ def check_memory_safety(
         records = index.buffers  # the same first-by-id map, every record a Buffer
     else:
         records = _records(prog.buffers)
+    # what the structure checks found well formed (index.buffers_well_formed, .tasks_well_formed)
+    shapes = index is not None and index.buffers_well_formed and records is index.buffers
+    plain = shapes and index is not None and index.tasks_well_formed
     if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
         if index is None:
             return _check_memoised(tasks, records, task_columns(tasks), _kinds(records))
-        kinds = _kinds(records, index.buffers_well_formed and records is index.buffers)
-        return _check_memoised(tasks, records, index.columns, kinds)
-    return _check_each(tasks, records)
+        return _check_memoised(tasks, records, index.columns, _kinds(records, shapes), shapes, plain)
+    return _check_each(tasks, records, shapes, plain)
 
 
-def _check_each(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic]:
-    """Apply the rules to every task."""
+def _check_each(
+    tasks: list[Any], records: dict[int, Buffer], well_formed: bool = False, plain: bool = False
+) -> list[Diagnostic]:
+    """Apply the rules to every task. ``well_formed``: every record is a well-formed buffer;
+    ``plain``: besides, every task is (:func:`_plain_context`)."""
     found: list[Diagnostic] = []
-    operands = {bid: buffer_operand(buf) for bid, buf in records.items()}
+    operands = {bid: buffer_operand(buf, well_formed) for bid, buf in records.items()}
+    context = _plain_context if plain else _context
     for task in tasks:
-        ctx = _context(task, operands.get, found)
+        ctx = context(task, operands.get, found)
         if ctx is not None:
             check_op(ctx)
     return found
 
 
 def _check_memoised(
-    tasks: list[Any], records: dict[int, Buffer], columns: TaskColumns | None, kinds: dict[int, int]
+    tasks: list[Any],
+    records: dict[int, Buffer],
+    columns: TaskColumns | None,
+    kinds: dict[int, int],
+    well_formed: bool = False,
+    plain: bool = False,
 ) -> list[Diagnostic]:
     """Apply the rules to every task whose rule key (:func:`_rule_keys`) is not that of a clean
     task before it in its block (:data:`RULE_KEYS_AT_ONCE`). A task that :func:`_context` skips
-    reports nothing whatever its key, so the key need not judge it."""
+    reports nothing whatever its key, so the key need not judge it. ``well_formed`` and
+    ``plain`` as for :func:`_check_each`."""
     found: list[Diagnostic] = []
-    operand = _LazyOperands(records).__getitem__
+    operand = _LazyOperands(records, well_formed).__getitem__
+    context = _plain_context if plain else _context
     n = len(tasks)
     for start in range(0, n, RULE_KEYS_AT_ONCE):  # block by block: see RULE_KEYS_AT_ONCE
         block = tasks if n <= RULE_KEYS_AT_ONCE else tasks[start : start + RULE_KEYS_AT_ONCE]
@@ -136,7 +150,7 @@ def _check_memoised(
         for task, key in zip(block, _rule_keys(columns, start, len(block), kinds), strict=True):
             if key in clean:
                 continue
-            ctx = _context(task, operand, found)
+            ctx = context(task, operand, found)
             if ctx is None:
                 continue
             before = len(found)
@@ -217,3 +231,13 @@ def _context(
             return None
         outs.append(view)
     return OpContext(task, op, ins, outs, params, found)
+
+
+def _plain_context(task: Task, operand: Callable[[int], Any], found: list[Diagnostic]) -> OpContext:
+    """:func:`_context` of a task the structure checks found well formed (every task of
+    :attr:`~amkspec.proofs.index.ProgramIndex.tasks_well_formed`: exactly a Task, its opcode an
+    InstructionKind of an allowed arity, its operands lists of known buffer ids, its params a dict)
+    whose buffers are all well formed (each has an operand): nothing is left to test."""
+    return OpContext(
+        task, task.op, list(map(operand, task.inputs)), list(map(operand, task.outputs)), task.params, found
+    )
