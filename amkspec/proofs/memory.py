@@ -99,13 +99,13 @@ def check_memory_safety(
     :data:`MEMO_MIN_TASKS` tasks on.
     """
     tasks = index.tasks if index is not None else prog.tasks if isinstance(prog.tasks, list) else []
-    if index is not None and {*map(type, index.buffers.values())} <= {Buffer}:
+    # what the structure checks found well formed (index.buffers_well_formed, .tasks_well_formed)
+    shapes = index is not None and index.buffers_well_formed
+    plain = shapes and index is not None and index.tasks_well_formed
+    if index is not None and (shapes or {*map(type, index.buffers.values())} <= {Buffer}):
         records = index.buffers  # the same first-by-id map, every record a Buffer
     else:
         records = _records(prog.buffers)
-    # what the structure checks found well formed (index.buffers_well_formed, .tasks_well_formed)
-    shapes = index is not None and index.buffers_well_formed and records is index.buffers
-    plain = shapes and index is not None and index.tasks_well_formed
     if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
         if index is None:
             return _check_memoised(tasks, records, task_columns(tasks), _kinds(records))

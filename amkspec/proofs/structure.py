@@ -479,6 +479,8 @@ def _sms_fit(tasks: list[Task], top: int) -> bool:
     sms: list[Any] = [t.sm for t in tasks]
     kinds = {*map(type, sms)}
     if not kinds <= {int}:
+        if kinds == {NoneType}:  # no task assigned (most lowered programs)
+            return True
         if not kinds <= {int, NoneType}:
             return False
         sms = [sm for sm in sms if sm is not None]
