@@ -15,7 +15,7 @@ rules that need it. :func:`check_memory_safety` never raises.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from itertools import compress, count, repeat, zip_longest
+from itertools import chain, compress, count, repeat, zip_longest
 from operator import is_
 from typing import Any
 
@@ -108,8 +108,8 @@ def check_memory_safety(
         records = _records(prog.buffers)
     if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
         if index is None:
-            return _check_memoised(tasks, records, task_columns(tasks), _kinds(records))
-        return _check_memoised(tasks, records, index.columns, _kinds(records, shapes), shapes, plain)
+            return _check_memoised(tasks, records, task_columns(tasks))
+        return _check_memoised(tasks, records, index.columns, shapes, plain)
     return _check_each(tasks, records, shapes, plain)
 
 
@@ -132,7 +132,6 @@ def _check_memoised(
     tasks: list[Any],
     records: dict[int, Buffer],
     columns: TaskColumns | None,
-    kinds: dict[int, int],
     well_formed: bool = False,
     plain: bool = False,
 ) -> list[Diagnostic]:
@@ -145,7 +144,11 @@ def _check_memoised(
     context = _plain_context if plain else _context
     n = len(tasks)
     for start in range(0, n, RULE_KEYS_AT_ONCE):  # block by block: see RULE_KEYS_AT_ONCE
-        block = tasks if n <= RULE_KEYS_AT_ONCE else tasks[start : start + RULE_KEYS_AT_ONCE]
+        if n <= RULE_KEYS_AT_ONCE:
+            block, kinds = tasks, _kinds(records, well_formed)
+        else:
+            block = tasks[start : start + RULE_KEYS_AT_ONCE]
+            kinds = _kinds(_named(records, columns, start, len(block)), well_formed)
         clean: set[Hashable] = set()
         for task, key in zip(block, _rule_keys(columns, start, len(block), kinds), strict=True):
             if key in clean:
@@ -161,9 +164,24 @@ def _check_memoised(
 
 
 RULE_KEYS_AT_ONCE = 1 << 14
-"""The memo works on blocks of this many tasks, each with its own keys and its own record of clean
-keys (:func:`_rule_keys` gives equal rules equal keys only within a block): a key is a tuple per
-task, and a million of them at once would be the validator's peak memory."""
+"""The memo works on blocks of this many tasks, each with its own keys, its own record of clean
+keys and its own kinds of the buffers it names (:func:`_rule_keys` gives equal rules equal keys
+only within a block): a key is a tuple per task, and a million of them, or the kinds of a million
+buffers, at once would be the validator's peak memory."""
+
+
+def _named(records: dict[int, Buffer], columns: TaskColumns | None, start: int, n: int) -> dict[int, Buffer]:
+    """The records of the buffers that the ``n`` tasks from position ``start`` on name (all of
+    them when an operand list is not a list of hashables: :func:`_rule_keys` then gives no key)."""
+    if columns is None:
+        return {}
+    try:
+        ids = {*chain.from_iterable(columns.inputs[start : start + n])}
+        ids.update(chain.from_iterable(columns.outputs[start : start + n]))
+    except TypeError:
+        return records
+    ids &= records.keys()
+    return dict(zip(ids, map(records.__getitem__, ids), strict=True))
 
 
 def _rule_keys(

@@ -272,9 +272,9 @@ def total_nbytes(buffers: list[Any], *, well_formed: bool = False) -> int:
     ``(dtype, shape)`` is sized once."""
     if not well_formed:
         return sum(buffer_nbytes(b) or 0 for b in buffers)
-    keys = list(zip([b.dtype for b in buffers], [b.shape for b in buffers], strict=True))
-    size = {key: nbytes_of(*key) for key in dict.fromkeys(keys)}
-    return sum(map(size.__getitem__, keys))
+    dtypes, shapes = [b.dtype for b in buffers], [b.shape for b in buffers]
+    size = {key: nbytes_of(*key) for key in dict.fromkeys(zip(dtypes, shapes, strict=True))}
+    return sum(map(size.__getitem__, zip(dtypes, shapes, strict=True)))  # no list of a tuple per buffer
 
 
 def _nbytes(buf: Any) -> int:

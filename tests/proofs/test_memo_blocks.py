@@ -1,6 +1,7 @@
 """What bounds the validator's memory on long task lists changes no finding (spec §3.4, §7):
 ``columns.task_columns`` shares one bytes object among equal params keys, and the memory-safety
-memo (``memory._check_memoised``) keys and records clean tasks block by block."""
+memo (``memory._check_memoised``) keys tasks, names buffer kinds and records clean keys block by
+block."""
 
 from __future__ import annotations
 
