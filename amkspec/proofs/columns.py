@@ -8,6 +8,7 @@ of the same types, in the same order (:func:`param_key`).
 from __future__ import annotations
 
 import marshal
+from collections.abc import Iterator
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -43,16 +44,26 @@ def task_columns(
         return None
     params = [t.params for t in tasks]
     keys: list[bytes | None]
-    shared = _Interned().__getitem__  # equal keys, one bytes object: a program repeats few params
+    share = len(tasks) >= SHARED_KEYS_MIN_TASKS
     try:  # a column at a time; the first value marshal does not take stops it
-        keys, all_keyed = list(map(shared, map(marshal.dumps, params, repeat(MARSHAL_VERSION)))), True
+        keys, all_keyed = _listed(map(marshal.dumps, params, repeat(MARSHAL_VERSION)), share), True
     except ValueError:
-        keys, all_keyed = list(map(shared, map(param_key, params))), False
+        keys, all_keyed = _listed(map(param_key, params), share), False
     inputs = [t.inputs for t in tasks] if inputs is None else inputs
     outputs = [t.outputs for t in tasks] if outputs is None else outputs
     waits = [t.waits for t in tasks] if waits is None else waits
     ops = [t.op for t in tasks]
     return TaskColumns(ops, inputs, outputs, waits, params, keys, all_keyed)
+
+
+SHARED_KEYS_MIN_TASKS = 1 << 14
+"""From this many tasks equal params keys are one bytes object (a long program repeats few params:
+a million keys of their own were 70 MiB); on fewer, sharing them costs more time than it saves."""
+
+
+def _listed(keys: Iterator[bytes | None], share: bool) -> list[bytes | None]:
+    """``keys`` as a list; with ``share``, equal keys are the first of them."""
+    return list(map(_Interned().__getitem__, keys) if share else keys)
 
 
 class _Interned(dict[bytes | None, bytes | None]):

@@ -21,7 +21,8 @@ from tests.proofs.test_column_fast_paths import programs
 def _view(operand: Operand | None) -> Any:
     if operand is None:
         return None
-    return (operand.name, operand.shape, operand.dtype, operand.buffer, operand.rank, operand.numel, operand.rows)
+    o = operand
+    return (o.name, o.shape, o.dtype, o.buffer, o.rank, o.numel, o.rows)
 
 
 def _rows(found: list[Any]) -> list[tuple[Any, ...]]:
