@@ -8,7 +8,6 @@ of the same types, in the same order (:func:`param_key`).
 from __future__ import annotations
 
 import marshal
-from collections.abc import Iterator
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -28,7 +27,7 @@ class TaskColumns(NamedTuple):
     waits: list[Any]
     params: list[Any]
     param_keys: list[bytes | None]
-    """:func:`param_key` of each task's params."""
+    """:func:`param_key` of each task's params; equal keys are one bytes object."""
     all_keyed: bool
     """No entry of ``param_keys`` is None."""
 
@@ -44,26 +43,18 @@ def task_columns(
         return None
     params = [t.params for t in tasks]
     keys: list[bytes | None]
-    share = len(tasks) >= SHARED_KEYS_MIN_TASKS
+    # equal keys are one bytes object: a long program repeats few params (a million keys of
+    # their own took 70 MiB); as fast as keeping each (checks grouping by key compare by identity)
+    shared = _Interned().__getitem__
     try:  # a column at a time; the first value marshal does not take stops it
-        keys, all_keyed = _listed(map(marshal.dumps, params, repeat(MARSHAL_VERSION)), share), True
+        keys, all_keyed = list(map(shared, map(marshal.dumps, params, repeat(MARSHAL_VERSION)))), True
     except ValueError:
-        keys, all_keyed = _listed(map(param_key, params), share), False
+        keys, all_keyed = list(map(shared, map(param_key, params))), False
     inputs = [t.inputs for t in tasks] if inputs is None else inputs
     outputs = [t.outputs for t in tasks] if outputs is None else outputs
     waits = [t.waits for t in tasks] if waits is None else waits
     ops = [t.op for t in tasks]
     return TaskColumns(ops, inputs, outputs, waits, params, keys, all_keyed)
-
-
-SHARED_KEYS_MIN_TASKS = 1 << 14
-"""From this many tasks equal params keys are one bytes object (a long program repeats few params:
-a million keys of their own were 70 MiB); on fewer, sharing them costs more time than it saves."""
-
-
-def _listed(keys: Iterator[bytes | None], share: bool) -> list[bytes | None]:
-    """``keys`` as a list; with ``share``, equal keys are the first of them."""
-    return list(map(_Interned().__getitem__, keys) if share else keys)
 
 
 class _Interned(dict[bytes | None, bytes | None]):

@@ -1,6 +1,6 @@
 """What bounds the validator's memory on long task lists changes no finding (spec §3.4, §7):
-``columns.task_columns`` shares one bytes object among equal params keys of a long task list,
-and the memory-safety memo (``memory._check_memoised``) keys tasks, names buffer kinds and
+``columns.task_columns`` shares one bytes object among equal params keys, and the
+memory-safety memo (``memory._check_memoised``) keys tasks, names buffer kinds and
 records clean keys block by block."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import MegakernelProgram, Task
-from amkspec.proofs import columns as columns_module
 from amkspec.proofs import memory
 from amkspec.proofs.columns import param_key, task_columns
 from amkspec.proofs.index import ProgramIndex
@@ -54,18 +53,15 @@ def test_a_block_keys_its_own_tasks(prog: MegakernelProgram, size: int) -> None:
             assert (block[i] is None) == (whole[start + i] is None) or whole[start + i] is None
 
 
-@given(programs, st.sampled_from([0, 3, 1 << 14]))
-def test_equal_params_keys_are_one_object(prog: MegakernelProgram, shared_from: int) -> None:
+@given(programs)
+def test_equal_params_keys_are_one_object(prog: MegakernelProgram) -> None:
     tasks = prog.tasks if isinstance(prog.tasks, list) else []
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(columns_module, "SHARED_KEYS_MIN_TASKS", shared_from)
-        columns = task_columns(tasks)
+    columns = task_columns(tasks)
     if columns is None:
         assert not {*map(type, tasks)} <= {Task}
         return
     assert columns.param_keys == [param_key(t.params) for t in tasks]
     assert columns.all_keyed == (None not in columns.param_keys)
-    if len(tasks) >= shared_from:
-        by_value: dict[bytes | None, bytes | None] = {}
-        for key in columns.param_keys:
-            assert by_value.setdefault(key, key) is key
+    by_value: dict[bytes | None, bytes | None] = {}
+    for key in columns.param_keys:
+        assert by_value.setdefault(key, key) is key
