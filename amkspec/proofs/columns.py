@@ -27,7 +27,7 @@ class TaskColumns(NamedTuple):
     waits: list[Any]
     params: list[Any]
     param_keys: list[bytes | None]
-    """:func:`param_key` of each task's params."""
+    """:func:`param_key` of each task's params; equal keys are one bytes object."""
     all_keyed: bool
     """No entry of ``param_keys`` is None."""
 
@@ -43,15 +43,26 @@ def task_columns(
         return None
     params = [t.params for t in tasks]
     keys: list[bytes | None]
+    # equal keys are one bytes object: a long program repeats few params (a million keys of
+    # their own took 70 MiB); as fast as keeping each (checks grouping by key compare by identity)
+    shared = _Interned().__getitem__
     try:  # a column at a time; the first value marshal does not take stops it
-        keys, all_keyed = list(map(marshal.dumps, params, repeat(MARSHAL_VERSION))), True
+        keys, all_keyed = list(map(shared, map(marshal.dumps, params, repeat(MARSHAL_VERSION)))), True
     except ValueError:
-        keys, all_keyed = list(map(param_key, params)), False
+        keys, all_keyed = list(map(shared, map(param_key, params))), False
     inputs = [t.inputs for t in tasks] if inputs is None else inputs
     outputs = [t.outputs for t in tasks] if outputs is None else outputs
     waits = [t.waits for t in tasks] if waits is None else waits
     ops = [t.op for t in tasks]
     return TaskColumns(ops, inputs, outputs, waits, params, keys, all_keyed)
+
+
+class _Interned(dict[bytes | None, bytes | None]):
+    """``interned[key]`` is the first key equal to ``key`` that was looked up."""
+
+    def __missing__(self, key: bytes | None) -> bytes | None:
+        self[key] = key
+        return key
 
 
 def param_key(params: Any) -> bytes | None:

@@ -81,7 +81,7 @@ class ProgramIndex:
     for on it (a threshold that is not an int counts as 0). ``rejected_tasks`` collects the
     positions of tasks a structure check rejected, so that later families skip them;
     ``buffers_well_formed`` is set by the structure checks when they find every buffer record
-    well formed (False until then).
+    well formed, ``tasks_well_formed`` when they find nothing on any task (both False until then).
 
     Facts established while indexing, for the checks that would otherwise re-prove them:
     ``fields`` holds every task's ``inputs``, ``outputs`` and ``waits`` field as it is (None where
@@ -108,7 +108,7 @@ class ProgramIndex:
         self.readers: dict[int, list[int]] = {}
         self.writers: dict[int, list[int]] = {}
         self.rejected_tasks: set[int] = set()
-        self.buffers_well_formed = False
+        self.buffers_well_formed = self.tasks_well_formed = False
         self.preds: list[Sequence[int]] = [()] * n
         self.succs: list[Sequence[int]] = [()] * n
         self.self_waiting: list[int] = []

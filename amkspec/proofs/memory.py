@@ -15,7 +15,7 @@ rules that need it. :func:`check_memory_safety` never raises.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from itertools import compress, count, repeat, zip_longest
+from itertools import chain, compress, count, repeat, zip_longest
 from operator import is_
 from typing import Any
 
@@ -50,13 +50,14 @@ class _LazyOperands(dict[int, "Operand | None"]):
     """Buffer id → its operand view, built on first use (a program whose tasks share rule keys
     needs the operands of few buffers); ``lazy[bid]`` is None for a malformed shape or no buffer."""
 
-    def __init__(self, records: dict[int, Buffer]) -> None:
+    def __init__(self, records: dict[int, Buffer], well_formed: bool) -> None:
         super().__init__()
         self.records = records
+        self.well_formed = well_formed
 
     def __missing__(self, bid: int) -> Operand | None:
         buf = self.records.get(bid)
-        operand = self[bid] = buffer_operand(buf) if buf is not None else None
+        operand = self[bid] = buffer_operand(buf, self.well_formed) if buf is not None else None
         return operand
 
 
@@ -98,53 +99,96 @@ def check_memory_safety(
     :data:`MEMO_MIN_TASKS` tasks on.
     """
     tasks = index.tasks if index is not None else prog.tasks if isinstance(prog.tasks, list) else []
-    if index is not None and {*map(type, index.buffers.values())} <= {Buffer}:
+    # what the structure checks found well formed (index.buffers_well_formed, .tasks_well_formed)
+    shapes = index is not None and index.buffers_well_formed
+    plain = shapes and index is not None and index.tasks_well_formed
+    if index is not None and (shapes or {*map(type, index.buffers.values())} <= {Buffer}):
         records = index.buffers  # the same first-by-id map, every record a Buffer
     else:
         records = _records(prog.buffers)
     if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
         if index is None:
-            return _check_memoised(tasks, records, task_columns(tasks), _kinds(records))
-        kinds = _kinds(records, index.buffers_well_formed and records is index.buffers)
-        return _check_memoised(tasks, records, index.columns, kinds)
-    return _check_each(tasks, records)
+            return _check_memoised(tasks, records, task_columns(tasks))
+        return _check_memoised(tasks, records, index.columns, shapes, plain)
+    return _check_each(tasks, records, shapes, plain)
 
 
-def _check_each(tasks: list[Any], records: dict[int, Buffer]) -> list[Diagnostic]:
-    """Apply the rules to every task."""
+def _check_each(
+    tasks: list[Any], records: dict[int, Buffer], well_formed: bool = False, plain: bool = False
+) -> list[Diagnostic]:
+    """Apply the rules to every task. ``well_formed``: every record is a well-formed buffer;
+    ``plain``: besides, every task is (:func:`_plain_context`)."""
     found: list[Diagnostic] = []
-    operands = {bid: buffer_operand(buf) for bid, buf in records.items()}
+    operands = {bid: buffer_operand(buf, well_formed) for bid, buf in records.items()}
+    context = _plain_context if plain else _context
     for task in tasks:
-        ctx = _context(task, operands.get, found)
+        ctx = context(task, operands.get, found)
         if ctx is not None:
             check_op(ctx)
     return found
 
 
 def _check_memoised(
-    tasks: list[Any], records: dict[int, Buffer], columns: TaskColumns | None, kinds: dict[int, int]
+    tasks: list[Any],
+    records: dict[int, Buffer],
+    columns: TaskColumns | None,
+    well_formed: bool = False,
+    plain: bool = False,
 ) -> list[Diagnostic]:
     """Apply the rules to every task whose rule key (:func:`_rule_keys`) is not that of a clean
-    task before it. A task that :func:`_context` skips reports nothing whatever its key, so the key
-    need not judge it."""
+    task before it in its block (:data:`RULE_KEYS_AT_ONCE`). A task that :func:`_context` skips
+    reports nothing whatever its key, so the key need not judge it. ``well_formed`` and
+    ``plain`` as for :func:`_check_each`."""
     found: list[Diagnostic] = []
-    operand = _LazyOperands(records).__getitem__
-    clean: set[Hashable] = set()
-    for task, key in zip(tasks, _rule_keys(columns, len(tasks), kinds), strict=True):
-        if key in clean:
-            continue
-        ctx = _context(task, operand, found)
-        if ctx is None:
-            continue
-        before = len(found)
-        check_op(ctx)
-        if key is not None and len(found) == before:
-            clean.add(key)
+    operand = _LazyOperands(records, well_formed).__getitem__
+    context = _plain_context if plain else _context
+    n = len(tasks)
+    for start in range(0, n, RULE_KEYS_AT_ONCE):  # block by block: see RULE_KEYS_AT_ONCE
+        if n <= RULE_KEYS_AT_ONCE:
+            block, kinds = tasks, _kinds(records, well_formed)
+        else:
+            block = tasks[start : start + RULE_KEYS_AT_ONCE]
+            kinds = _kinds(_named(records, columns, start, len(block)), well_formed)
+        clean: set[Hashable] = set()
+        for task, key in zip(block, _rule_keys(columns, start, len(block), kinds), strict=True):
+            if key in clean:
+                continue
+            ctx = context(task, operand, found)
+            if ctx is None:
+                continue
+            before = len(found)
+            check_op(ctx)
+            if key is not None and len(found) == before:
+                clean.add(key)
     return found
 
 
-def _rule_keys(columns: TaskColumns | None, n: int, kinds: dict[int, int]) -> list[Hashable | None]:
-    """Each task's rule key (None: no key), a column at a time.
+RULE_KEYS_AT_ONCE = 1 << 14
+"""The memo works on blocks of this many tasks, each with its own keys, its own record of clean
+keys and its own kinds of the buffers it names (:func:`_rule_keys` gives equal rules equal keys
+only within a block): a key is a tuple per task, and a million of them, or the kinds of a million
+buffers, at once would be the validator's peak memory."""
+
+
+def _named(records: dict[int, Buffer], columns: TaskColumns | None, start: int, n: int) -> dict[int, Buffer]:
+    """The records of the buffers that the ``n`` tasks from position ``start`` on name (all of
+    them when an operand list is not a list of hashables: :func:`_rule_keys` then gives no key)."""
+    if columns is None:
+        return {}
+    try:
+        ids = {*chain.from_iterable(columns.inputs[start : start + n])}
+        ids.update(chain.from_iterable(columns.outputs[start : start + n]))
+    except TypeError:
+        return records
+    ids &= records.keys()
+    return dict(zip(ids, map(records.__getitem__, ids), strict=True))
+
+
+def _rule_keys(
+    columns: TaskColumns | None, start: int, n: int, kinds: dict[int, int]
+) -> list[Hashable | None]:
+    """The rule key (None: no key) of each of the ``n`` tasks from position ``start`` on, a
+    column at a time.
 
     The key is what the shape rules of a task depend on: the opcode, the params
     (:func:`~amkspec.proofs.columns.param_key`: exact about values, types and order), each
@@ -158,12 +202,14 @@ def _rule_keys(columns: TaskColumns | None, n: int, kinds: dict[int, int]) -> li
     """
     if columns is None:
         return [None] * n
-    ops, ins, outs = columns.ops, columns.inputs, columns.outputs
+    ops, params, ins, outs = columns.ops, columns.param_keys, columns.inputs, columns.outputs
+    if n < len(ops):  # a block of a long task list
+        ops, params, ins, outs = (column[start : start + n] for column in (ops, params, ins, outs))
     kind = kinds.get
     try:
         in_kinds = [map(kind, slot) for slot in zip_longest(*ins)]
         out_kinds = [map(kind, slot) for slot in zip_longest(*outs)]
-        keys: list[Hashable | None] = list(zip(ops, columns.param_keys, *in_kinds, *out_kinds, strict=True))
+        keys: list[Hashable | None] = list(zip(ops, params, *in_kinds, *out_kinds, strict=True))
         if not _SAME_BUFFER.isdisjoint(ops):
             for pos in compress(count(), map(_SAME_BUFFER.__contains__, ops)):
                 ids = ins[pos] + outs[pos]
@@ -171,7 +217,7 @@ def _rule_keys(columns: TaskColumns | None, n: int, kinds: dict[int, int]) -> li
     except TypeError:
         return [None] * n
     if not columns.all_keyed:
-        for pos in compress(count(), map(is_, columns.param_keys, repeat(None))):
+        for pos in compress(count(), map(is_, params, repeat(None))):
             keys[pos] = None
     return keys
 
@@ -203,3 +249,13 @@ def _context(
             return None
         outs.append(view)
     return OpContext(task, op, ins, outs, params, found)
+
+
+def _plain_context(task: Task, operand: Callable[[int], Any], found: list[Diagnostic]) -> OpContext:
+    """:func:`_context` of a task the structure checks found well formed (every task of
+    :attr:`~amkspec.proofs.index.ProgramIndex.tasks_well_formed`: exactly a Task, its opcode an
+    InstructionKind of an allowed arity, its operands lists of known buffer ids, its params a dict)
+    whose buffers are all well formed (each has an operand): nothing is left to test."""
+    return OpContext(
+        task, task.op, list(map(operand, task.inputs)), list(map(operand, task.outputs)), task.params, found
+    )

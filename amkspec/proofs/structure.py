@@ -81,6 +81,7 @@ FLOAT32_MAX = 3.4028234663852886e38
 def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
     """All structure findings, in the order: ids, counters, buffers, tasks, SMs, pages (spec §1, §3.1)."""
     scan = scan_tasks(ix)
+    ix.tasks_well_formed = not scan.unclean
     found: list[Diagnostic] = []
     found.extend(check_ids(ix, tasks_in_place=scan.ids_in_place))
     found.extend(check_counter_init(ix))
@@ -271,9 +272,9 @@ def total_nbytes(buffers: list[Any], *, well_formed: bool = False) -> int:
     ``(dtype, shape)`` is sized once."""
     if not well_formed:
         return sum(buffer_nbytes(b) or 0 for b in buffers)
-    keys = list(zip([b.dtype for b in buffers], [b.shape for b in buffers], strict=True))
-    size = {key: nbytes_of(*key) for key in dict.fromkeys(keys)}
-    return sum(map(size.__getitem__, keys))
+    dtypes, shapes = [b.dtype for b in buffers], [b.shape for b in buffers]
+    size = {key: nbytes_of(*key) for key in dict.fromkeys(zip(dtypes, shapes, strict=True))}
+    return sum(map(size.__getitem__, zip(dtypes, shapes, strict=True)))  # no list of a tuple per buffer
 
 
 def _nbytes(buf: Any) -> int:
@@ -307,7 +308,10 @@ class TaskScan(NamedTuple):
 
     unclean: list[int]
     """Ascending positions of the tasks :func:`check_task` may find something on; on every other
-    task it finds nothing."""
+    task it finds nothing, and that task is exactly a :class:`~amkspec.ir.Task` whose opcode is an
+    :class:`~amkspec.ir.InstructionKind` with an arity OP_REGISTRY allows, whose inputs and
+    outputs are lists of int ids of known buffers and whose params are a dict
+    (:attr:`~amkspec.proofs.index.ProgramIndex.tasks_well_formed` when none is unclean)."""
     ids_in_place: bool
     """Every task's id is the int equal to its position (:func:`check_ids` finds nothing on tasks)."""
     sms_in_range: bool
@@ -475,6 +479,8 @@ def _sms_fit(tasks: list[Task], top: int) -> bool:
     sms: list[Any] = [t.sm for t in tasks]
     kinds = {*map(type, sms)}
     if not kinds <= {int}:
+        if kinds == {NoneType}:  # no task assigned (most lowered programs)
+            return True
         if not kinds <= {int, NoneType}:
             return False
         sms = [sm for sm in sms if sm is not None]

@@ -78,9 +78,11 @@ def operand_kind(buf: Buffer) -> tuple[tuple[int, ...], DType | None] | None:
     return shape, buf.dtype if isinstance(buf.dtype, DType) else None
 
 
-def buffer_operand(buf: Buffer) -> Operand | None:
-    """The operand view of a buffer, or None when its shape is malformed."""
-    kind = operand_kind(buf)
+def buffer_operand(buf: Buffer, well_formed: bool = False) -> Operand | None:
+    """The operand view of a buffer, or None when its shape is malformed. ``well_formed``: the
+    caller knows the record is (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`:
+    its shape is a tuple of non-negative ints and its dtype a DType, so its kind is both)."""
+    kind = (buf.shape, buf.dtype) if well_formed else operand_kind(buf)
     if kind is None:
         return None
     label = buf.name if isinstance(buf.name, str) else "?"
