@@ -399,12 +399,18 @@ def _dim(shape: tuple[int, ...], axis: int) -> int:
 
 
 def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape ``shapes`` broadcast to (:func:`_broadcast_axes`, with two shortcuts)."""
     if shapes and shapes.count(shapes[0]) == len(shapes):
         return shapes[0]  # equal shapes broadcast to themselves
     if len(shapes) == 2:  # e.g. RMSNORM's x and weight: one shape the trailing dims of the other
         long, short = shapes if len(shapes[0]) >= len(shapes[1]) else shapes[::-1]
         if long[len(long) - len(short) :] == short:
             return long  # each trailing dim meets itself, the leading ones meet nothing
+    return _broadcast_axes(shapes)
+
+
+def _broadcast_axes(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """torch's broadcasting, axis by axis from the last: the dims other than 1 must agree."""
     rank = max((len(s) for s in shapes), default=0)
     out: list[int] = []
     for axis in range(-rank, 0):
