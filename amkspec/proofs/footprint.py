@@ -914,7 +914,9 @@ class Memo:
     values of different repr such as ``Decimal('inf')`` and ``inf``, which no JSON document
     holds). The validator's batch over the tasks' columns keys by the exact params key instead
     (:func:`_keyed_task_regions`, FUSED recipes included), which merges no two params that the
-    items key keeps apart.
+    items key keeps apart; a task with two inputs and one output is keyed there by the flat
+    ``(opcode, params key, input code, input code, output code)`` (five items: never equal to a
+    four-item key).
     """
 
     def __init__(self) -> None:
@@ -1079,7 +1081,8 @@ def _keyed_task_regions(
     """:func:`all_task_regions` of plain task records over their columns ``own``: each task's
     inputs, outputs, opcode, params key and params.
 
-    A task's key is ``(opcode, params key, input codes, output codes)``. The params key is the
+    A task's key is ``(opcode, params key, input codes, output codes)``, flattened to five items
+    for two inputs and one output (most tasks: no tuples of codes to build). The params key is the
     exact :func:`~amkspec.proofs.columns.param_key` (equal keys mean equal params of equal types
     in equal order; a bytes is never equal to :func:`task_regions`' own keys) or, without it, the
     params' items (:func:`_items_keys`, :func:`task_regions`' own key), so a hit is the
@@ -1094,28 +1097,32 @@ def _keyed_task_regions(
     for ins, outs, own_ins, own_outs, op, params_key, params, task in rows:
         try:
             if params_key is not None:
+                key: tuple[Any, ...]
                 codes_in: tuple[int | None, ...] | None
-                if ins is own_ins:
-                    n = len(ins)  # the codes without a comprehension: most tasks have one to three operands
-                    codes_in = (
-                        (code[ins[0]], code[ins[1]])
-                        if n == 2
-                        else (code[ins[0]],)
-                        if n == 1
-                        else tuple([code[b] for b in ins])
-                    )
-                else:  # e.g. a buffer named twice (the caller's list names it once)
-                    ins, codes_in = _own_operands(own_ins, code, buffers, memo)
                 codes_out: tuple[int | None, ...] | None
-                if outs is own_outs:
-                    codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+                if ins is own_ins and outs is own_outs and len(ins) == 2 and len(outs) == 1:
+                    # most tasks (x and W, a and b): one flat key, no tuple of codes unless it misses
+                    key = (op, params_key, code[ins[0]], code[ins[1]], code[outs[0]])
+                    cached = get(key)
+                    if cached is not None:
+                        add((ins, cached[0], outs, cached[1]))
+                        continue
+                    codes_in, codes_out = key[2:4], key[4:]
                 else:
-                    outs, codes_out = _own_operands(own_outs, code, buffers, memo)
-                key = (op, params_key, codes_in, codes_out)
-                cached = get(key)
-                if cached is not None:
-                    add((ins, cached[0], outs, cached[1]))
-                    continue
+                    if ins is own_ins:
+                        # the codes without a comprehension: most tasks have one to three operands
+                        codes_in = (code[ins[0]],) if len(ins) == 1 else tuple([code[b] for b in ins])
+                    else:  # e.g. a buffer named twice (the caller's list names it once)
+                        ins, codes_in = _own_operands(own_ins, code, buffers, memo)
+                    if outs is own_outs:
+                        codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+                    else:
+                        outs, codes_out = _own_operands(own_outs, code, buffers, memo)
+                    key = (op, params_key, codes_in, codes_out)
+                    cached = get(key)
+                    if cached is not None:
+                        add((ins, cached[0], outs, cached[1]))
+                        continue
                 if (
                     type(params) is dict
                     and codes_in is not None

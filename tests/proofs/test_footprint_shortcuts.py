@@ -4,6 +4,8 @@
   (the axis-by-axis rule), rejections included;
 * ``_full`` of one or two inputs is "every element of the first ``used`` inputs, nothing of the
   rest";
+* the batch's flat key of a task with two inputs and one output never stands for a task of
+  other arities;
 * :func:`region_of` of a buffer named once or never is the union of the regions at the positions
   that name it;
 * :meth:`Memo.codes_of` told that the buffers are well formed (the index's
@@ -19,10 +21,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from amkspec.ir import Buffer, BufferKind, DType, MegakernelProgram
+from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
 from amkspec.proofs import structure
 from amkspec.proofs.footprint import (
     EMPTY,
+    KEYED_MIN_TASKS,
     Memo,
     Operand,
     Region,
@@ -177,3 +180,33 @@ def test_codes_of_interns_equal_operands_once(well_formed: bool) -> None:
     assert codes[0] == codes[1] != codes[2]
     assert memo.operands[codes[2]].stored == (2, 2) and memo.operands[codes[2]].logical == (2, 4)
     assert memo.packed == {codes[2]}
+
+
+@pytest.mark.parametrize("copies", [1, KEYED_MIN_TASKS])
+def test_tasks_of_one_op_and_params_but_other_arities_keep_their_own_regions(copies: int) -> None:
+    """The batch keys a task of two inputs and one output by a flat five-item key; tasks of other
+    arities with equal opcode, params and codes (ADD of 1, 2 or 3 inputs into 1 or 2 outputs)
+    keep their own regions, with and without the index's columns."""
+    b = ProgramBuilder()
+    a = b.new_buffer("a", BufferKind.IO_INPUT, DType.F32, (2, 4))
+    c = b.new_buffer("c", BufferKind.IO_INPUT, DType.F32, (4,))  # broadcast: other regions
+    arities = [([a, c], 1), ([a], 2), ([a, c, a], 1), ([a, c], 2), ([c, a], 1), ([a, a], 1)]
+    for i in range(copies):
+        ins, n_out = arities[i % len(arities)]
+        outs = [b.new_buffer(f"y{i}_{j}", BufferKind.IO_OUTPUT, DType.F32, (2, 4)) for j in range(n_out)]
+        b.add_task(InstructionKind.ADD, ins, outs, params={"k": 1}, label=f"t{i}")
+    if copies == 1:  # every arity once, below the columns' threshold
+        for i, (ins, n_out) in enumerate(arities[1:], start=1):
+            outs = [b.new_buffer(f"z{i}_{j}", BufferKind.IO_OUTPUT, DType.F32, (2, 4)) for j in range(n_out)]
+            b.add_task(InstructionKind.ADD, ins, outs, params={"k": 1}, label=f"u{i}")
+    ix = ProgramIndex(b.build())
+    assert (ix.n >= KEYED_MIN_TASKS) == (copies > 1)
+    for pos, task in enumerate(ix.tasks):
+        batch, own = ix.regions(pos), task_regions(task, ix.buffers, Memo())
+        assert (tuple(batch[0]), batch[1], tuple(batch[2]), batch[3]) == (
+            tuple(own[0]),
+            own[1],
+            tuple(own[2]),
+            own[3],
+        )
+    assert any(len(key) == 5 for key in ix._memo.ops) and any(len(key) == 4 for key in ix._memo.ops)
