@@ -122,6 +122,18 @@ def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
         if axis == 0:
             return Region((((lo, hi if hi < rows else rows), (0, cols)),)) if lo < rows and lo < hi else EMPTY
         return Region((((0, rows), (lo, hi if hi < cols else cols)),)) if lo < cols and lo < hi else EMPTY
+    if rank == 3:  # caches (KV_APPEND's rows, attention windows): the box without a list or zip
+        d0, d1, d2 = shape
+        end = shape[axis]
+        if hi > end:
+            hi = end
+        if lo >= hi or d0 <= 0 or d1 <= 0 or d2 <= 0:
+            return EMPTY
+        if axis == 0:
+            return Region((((lo, hi), (0, d1), (0, d2)),))
+        if axis == 1:
+            return Region((((0, d0), (lo, hi), (0, d2)),))
+        return Region((((0, d0), (0, d1), (lo, hi)),))
     hi = min(hi, shape[axis])
     if lo >= hi or min(shape) <= 0:
         return EMPTY
@@ -324,6 +336,7 @@ _I4 = DType.I4
 """Packed two per byte (a module name: an enum member read through its class costs a lookup)."""
 _QUANTIZED = (DType.I8, DType.I4)
 """The ``qdtype`` values of a quantized GEMV/GEMM tile."""
+_PARTIAL_WRITE = AttentionFlags.PARTIAL_WRITE
 
 
 @attrs.frozen(cache_hash=True)
@@ -523,7 +536,7 @@ def _embed(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -
     n_ids: int = math.prod(ids)
     if n_ids * math.prod(table[1:]) != math.prod(outs[0].stored):
         raise _Reject("EMBED rows do not fill the output")
-    rows = whole(table)
+    rows = ins[1].every  # whole(table)
     if not rows.is_empty and n_ids:
         rows = Region(rows.boxes, exact=False, note="EMBED reads the table rows its ids select at run time")
     reads = [ins[0].every, rows if n_ids else EMPTY, *[EMPTY] * (len(ins) - 2)]
@@ -582,7 +595,7 @@ def _attention(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand
         raise _Reject("ATTENTION_TILE q does not match the heads")
     if kc[-2] not in (1, n_kv) or vc[-2] not in (1, n_kv) or (batched and kc[0] != vc[0]):
         raise _Reject("ATTENTION_TILE kv heads")
-    partial = not batched and _param(params, "flags", 0) & AttentionFlags.PARTIAL_WRITE
+    partial = not batched and _param(params, "flags", 0) & _PARTIAL_WRITE
     result = (n_heads, hd + 2) if partial else (*lead, n_heads, hd)
     _storable(result, outs[0].stored)
     writes = _only_first(outs, outs[0].every)

@@ -1,7 +1,7 @@
 """The footprint primitives against their definitions, element by element (spec §3.3).
 
-``whole`` and ``along`` have rank-1/rank-2 paths that build the box directly; these tests
-enumerate the elements of every small shape and compare, on every rank and axis, including empty
+``whole`` and ``along`` have rank-1/rank-2 paths (``along`` also rank 3) that build the box
+directly; these tests enumerate the elements of every small shape and compare, on every rank and axis, including empty
 dimensions, negative axes and ranges that stick out of the buffer.
 """
 
