@@ -339,7 +339,7 @@ _QUANTIZED = (DType.I8, DType.I4)
 _PARTIAL_WRITE = AttentionFlags.PARTIAL_WRITE
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen
 class Operand:
     """What the semantics see of a bound tensor: its stored shape and whether it is ``uint8``.
 
