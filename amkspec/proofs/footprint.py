@@ -1047,11 +1047,12 @@ def all_task_regions(
     caller may then ask :func:`task_regions` again, where the error belongs).
 
     ``columns``, the tasks' :class:`~amkspec.proofs.columns.TaskColumns` when the caller has
-    them, key each task by its exact params key (:func:`_keyed_task_regions`). ``well_formed``:
+    them (which exist only for a list of plain Task records: not tested again), key each task by
+    its exact params key (:func:`_keyed_task_regions`). ``well_formed``:
     as for :meth:`Memo.codes_of`.
     """
     code = memo.codes_of(buffers, well_formed)
-    if not {*map(type, tasks)} <= {Task}:  # odd records: each its own way
+    if columns is None and not {*map(type, tasks)} <= {Task}:  # odd records (columns: none): each its own way
         found: list[TaskRegions | None] = []
         for task in tasks:
             try:
