@@ -1159,8 +1159,13 @@ def _own_operands(
     """:func:`_operands` of a task's own operand list, where ``code`` holds the code of every
     buffer of ``buffers``: a list of exact ints gives its ids and their codes (None for an id
     that is not a buffer's, as for an unusable one), anything else takes :func:`_operands`."""
-    if type(value) is list and {*map(type, value)} <= {int}:
-        return tuple(value), tuple(map(code.get, value))
+    if type(value) is list:
+        if len(value) == 2:  # e.g. SILU_MUL's [gate, gate]: no set, no map
+            first, second = value
+            if type(first) is int and type(second) is int:
+                return (first, second), (code.get(first), code.get(second))
+        elif {*map(type, value)} <= {int}:
+            return tuple(value), tuple(map(code.get, value))
     return _operands(value, buffers, memo)
 
 

@@ -6,6 +6,7 @@
   rest";
 * the batch's flat key of a task with two inputs and one output never stands for a task of
   other arities;
+* ``_own_operands`` of a list of two ids is its list definition;
 * :func:`region_of` of a buffer named once or never is the union of the regions at the positions
   that name it;
 * :meth:`Memo.codes_of` told that the buffers are well formed (the index's
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
@@ -32,6 +33,8 @@ from amkspec.proofs.footprint import (
     _broadcast,
     _broadcast_axes,
     _full,
+    _operands,
+    _own_operands,
     _Reject,
     region_of,
     task_regions,
@@ -210,3 +213,26 @@ def test_tasks_of_one_op_and_params_but_other_arities_keep_their_own_regions(cop
             own[3],
         )
     assert any(len(key) == 5 for key in ix._memo.ops) and any(len(key) == 4 for key in ix._memo.ops)
+
+
+@given(st.lists(st.sampled_from([0, 1, 2, 5, True, 1.0, None, "1", -1]), max_size=4), st.booleans())
+@example([0, True], False)
+@example([1.0, 2], False)
+@example([2, 5], False)
+@example([2, 2], True)
+def test_own_operands_of_two_ids_is_the_list_definition(value: list[Any], as_tuple: bool) -> None:
+    """``_own_operands`` (a task's own operand list, each id's code from the filled table): a list
+    of exact ints gives its ids and their codes (None for an id that is not a buffer's), anything
+    else what :func:`_operands` gives; the two-id shortcut agrees."""
+    buffers = {
+        i: Buffer(id=i, name=f"b{i}", shape=(i + 1, 2), dtype=DType.F32, kind=BufferKind.ACTIVATION)
+        for i in range(3)
+    }
+    memo = Memo()
+    code = memo.codes_of(buffers)
+    given_value: Any = tuple(value) if as_tuple else value
+    if type(given_value) is list and all(type(b) is int for b in given_value):
+        expected: Any = (tuple(given_value), tuple(code.get(b) for b in given_value))
+    else:
+        expected = _operands(given_value, buffers, memo)
+    assert _own_operands(given_value, code, buffers, memo) == expected
