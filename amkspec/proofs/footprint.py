@@ -122,6 +122,18 @@ def along(shape: Sequence[int], axis: int, lo: int, hi: int) -> Region:
         if axis == 0:
             return Region((((lo, hi if hi < rows else rows), (0, cols)),)) if lo < rows and lo < hi else EMPTY
         return Region((((0, rows), (lo, hi if hi < cols else cols)),)) if lo < cols and lo < hi else EMPTY
+    if rank == 3:  # caches (KV_APPEND's rows, attention windows): the box without a list or zip
+        d0, d1, d2 = shape
+        end = shape[axis]
+        if hi > end:
+            hi = end
+        if lo >= hi or d0 <= 0 or d1 <= 0 or d2 <= 0:
+            return EMPTY
+        if axis == 0:
+            return Region((((lo, hi), (0, d1), (0, d2)),))
+        if axis == 1:
+            return Region((((0, d0), (lo, hi), (0, d2)),))
+        return Region((((0, d0), (0, d1), (lo, hi)),))
     hi = min(hi, shape[axis])
     if lo >= hi or min(shape) <= 0:
         return EMPTY
@@ -320,9 +332,15 @@ def _disjoint_tiles(regions: Sequence[Region]) -> bool:
 
 _BYTES = frozenset({DType.I4, DType.U8})
 """Dtypes the semantics hold as ``uint8`` tensors."""
+_I4 = DType.I4
+"""Packed two per byte (a module name: an enum member read through its class costs a lookup)."""
+_QUANTIZED = (DType.I8, DType.I4)
+"""The ``qdtype`` values of a quantized GEMV/GEMM tile."""
+_PARTIAL_WRITE = int(AttentionFlags.PARTIAL_WRITE)
+"""The flag's bit as a plain int: ``flags & IntFlag`` runs the enum's Python ``__rand__`` (0.5 µs)."""
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen
 class Operand:
     """What the semantics see of a bound tensor: its stored shape and whether it is ``uint8``.
 
@@ -354,7 +372,7 @@ class Operand:
     @classmethod
     def of_shape(cls, shape: tuple[int, ...], dtype: DType) -> Operand:
         """The operand of a buffer whose ``shape`` holds only non-negative ints."""
-        stored = (*shape[:-1], (shape[-1] + 1) // 2) if dtype is DType.I4 and shape else shape
+        stored = (*shape[:-1], (shape[-1] + 1) // 2) if dtype is _I4 and shape else shape
         return cls(stored, dtype in _BYTES, shape)
 
     @classmethod
@@ -395,8 +413,18 @@ def _dim(shape: tuple[int, ...], axis: int) -> int:
 
 
 def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape ``shapes`` broadcast to (:func:`_broadcast_axes`, with two shortcuts)."""
     if shapes and shapes.count(shapes[0]) == len(shapes):
         return shapes[0]  # equal shapes broadcast to themselves
+    if len(shapes) == 2:  # e.g. RMSNORM's x and weight: one shape the trailing dims of the other
+        long, short = shapes if len(shapes[0]) >= len(shapes[1]) else shapes[::-1]
+        if long[len(long) - len(short) :] == short:
+            return long  # each trailing dim meets itself, the leading ones meet nothing
+    return _broadcast_axes(shapes)
+
+
+def _broadcast_axes(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """torch's broadcasting, axis by axis from the last: the dims other than 1 must agree."""
     rank = max((len(s) for s in shapes), default=0)
     out: list[int] = []
     for axis in range(-rank, 0):
@@ -430,6 +458,9 @@ def _arity(ins: list[Operand], outs: list[Operand], n_in: int, n_out: int) -> No
 
 def _full(ins: list[Operand], used: int) -> Reads:
     """Every element of the first ``used`` inputs, nothing of the rest."""
+    n = len(ins)
+    if n <= used and n <= 2:  # most rules: one or two inputs, every one read whole
+        return [ins[0].every, ins[1].every] if n == 2 else [ins[0].every] if n else []
     return [op.every if i < used else EMPTY for i, op in enumerate(ins)]
 
 
@@ -446,7 +477,8 @@ def _nop(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> 
 def _elementwise(n_used: int) -> Rule:
     def rule(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
         _arity(ins, outs, n_used, 1)
-        _storable(_broadcast(*[op.stored for op in ins[:n_used]]), outs[0].stored)
+        shapes = [ins[0].stored, ins[1].stored] if n_used == 2 else [op.stored for op in ins[:n_used]]
+        _storable(_broadcast(*shapes), outs[0].stored)
         return _full(ins, n_used), _only_first(outs, outs[0].every)
 
     return rule
@@ -505,9 +537,9 @@ def _embed(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -
     n_ids: int = math.prod(ids)
     if n_ids * math.prod(table[1:]) != math.prod(outs[0].stored):
         raise _Reject("EMBED rows do not fill the output")
-    rows = whole(table)
+    rows = ins[1].every  # whole(table)
     if not rows.is_empty and n_ids:
-        rows = attrs.evolve(rows, exact=False, note="EMBED reads the table rows its ids select at run time")
+        rows = Region(rows.boxes, exact=False, note="EMBED reads the table rows its ids select at run time")
     reads = [ins[0].every, rows if n_ids else EMPTY, *[EMPTY] * (len(ins) - 2)]
     return reads, _only_first(outs, outs[0].every)
 
@@ -564,7 +596,7 @@ def _attention(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand
         raise _Reject("ATTENTION_TILE q does not match the heads")
     if kc[-2] not in (1, n_kv) or vc[-2] not in (1, n_kv) or (batched and kc[0] != vc[0]):
         raise _Reject("ATTENTION_TILE kv heads")
-    partial = not batched and _param(params, "flags", 0) & AttentionFlags.PARTIAL_WRITE
+    partial = not batched and _param(params, "flags", 0) & _PARTIAL_WRITE
     result = (n_heads, hd + 2) if partial else (*lead, n_heads, hd)
     _storable(result, outs[0].stored)
     writes = _only_first(outs, outs[0].every)
@@ -613,7 +645,7 @@ def _dequant(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand])
         raise _Reject("group must be positive")
     qdtype = _param(params, "qdtype", 0)
     packed = ins[0].uint8 and q[-1] == (k + 1) // 2
-    if qdtype == DType.I4 and packed:
+    if qdtype == _I4 and packed:
         q_read = ins[0].every
     else:
         if q[-1] < k:
@@ -640,7 +672,7 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
     n_off = _param(params, "n_off", 0)
     k_x = _dim(x, -1)
     qdtype = _param(params, "qdtype", 0)
-    if qdtype in (DType.I8, DType.I4) and len(ins) >= 3:
+    if qdtype in _QUANTIZED and len(ins) >= 3:
         n_tile = _param(params, "N_tile", lambda: _dim(ins[2].stored, 0))
         k = _param(params, "K", k_x)
         group = _param(params, "group", k)
@@ -649,8 +681,8 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
         qw = ins[1].stored
         if len(qw) != 2 or any(len(op.stored) != 2 for op in ins[2:4]):
             raise _Reject("quantized operands are not 2-D")
-        q_cols = -(-k // 2) if qdtype == DType.I4 else k
-        if (qw[-1] * 2 if qdtype == DType.I4 else qw[-1]) < k:
+        q_cols = -(-k // 2) if qdtype == _I4 else k
+        if (qw[-1] * 2 if qdtype == _I4 else qw[-1]) < k:
             raise _Reject("quantized W holds fewer than K columns")
         tables = [_tile_rows(op, n_off, n_tile, "scales") for op in ins[2:4]]
         groups = [_group_cols(op, (op.stored[0],), k, group) for op in ins[2:4]]
@@ -820,7 +852,7 @@ def _fused(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -
         later.append(written)
     note = "" if exact else "a FUSED step reads part of a scratch: its inputs are traced whole"
     read_list = [
-        attrs.evolve(live[i], exact=exact and live[i].exact, note=note) if i in live else EMPTY
+        Region(live[i].boxes, exact=exact and live[i].exact, note=note) if i in live else EMPTY
         for i in range(len(ins))
     ]
     return read_list, _only_first(outs, union([w for w, _ in finals]))
@@ -865,8 +897,8 @@ def op_footprint(
         why = str(exc) or type(exc).__name__
         note = f"{op.name}: the semantics reject this task ({why})"
         return (
-            [attrs.evolve(whole(o.stored), exact=False, note=note) for o in ins],
-            [attrs.evolve(whole(o.stored), exact=False, note=note) for o in outs],
+            [Region(whole(o.stored).boxes, exact=False, note=note) for o in ins],
+            [Region(whole(o.stored).boxes, exact=False, note=note) for o in outs],
         )
     for w in writes:  # a loop, not a generator: this runs once per distinct task
         if w.boxes is None or w.boxes:  # not w.is_empty
@@ -880,7 +912,7 @@ def _logical(region: Region, operand: Operand) -> Region:
         return region
     k = operand.logical[-1]
     boxes = tuple((*b[:-1], (2 * b[-1][0], min(2 * b[-1][1], k))) for b in region.boxes)
-    return attrs.evolve(region, boxes=boxes)
+    return Region(boxes, region.exact, region.note)
 
 
 class Memo:
@@ -896,7 +928,9 @@ class Memo:
     values of different repr such as ``Decimal('inf')`` and ``inf``, which no JSON document
     holds). The validator's batch over the tasks' columns keys by the exact params key instead
     (:func:`_keyed_task_regions`, FUSED recipes included), which merges no two params that the
-    items key keeps apart.
+    items key keeps apart; a task with two inputs and one output is keyed there by the flat
+    ``(opcode, params key, input code, input code, output code)`` (five items: never equal to a
+    four-item key).
     """
 
     def __init__(self) -> None:
@@ -923,17 +957,21 @@ class Memo:
         self.by_buffer[bid] = code
         return code
 
-    def codes_of(self, buffers: Mapping[int, Buffer]) -> dict[int, int | None]:
-        """:meth:`code` of every buffer id of ``buffers`` (the ``by_buffer`` table, filled)."""
+    def codes_of(self, buffers: Mapping[int, Buffer], well_formed: bool = False) -> dict[int, int | None]:
+        """:meth:`code` of every buffer id of ``buffers`` (the ``by_buffer`` table, filled).
+
+        ``well_formed``: the caller knows every record is a :class:`~amkspec.ir.Buffer` whose
+        dtype is a :class:`~amkspec.ir.DType` and whose shape a tuple of exact non-negative ints
+        (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`), so none is checked again."""
         known, by_shape = self.by_buffer, self.by_shape
         records = list(buffers.values())
-        if known or not {*map(type, records)} <= {Buffer}:
+        if known or not (well_formed or {*map(type, records)} <= {Buffer}):
             for bid in buffers:
                 self.code(bid, buffers)
             return known
         shapes = [buf.shape for buf in records]
         dtypes = [buf.dtype for buf in records]
-        if not ({*map(type, dtypes)} <= {DType} and are_shapes(shapes)):  # exact ints: no 1 == True
+        if not (well_formed or ({*map(type, dtypes)} <= {DType} and are_shapes(shapes))):  # no 1 == True
             for bid in buffers:
                 self.code(bid, buffers)
             return known
@@ -998,6 +1036,7 @@ def all_task_regions(
     buffers: Mapping[int, Buffer],
     memo: Memo,
     columns: TaskColumns | None = None,
+    well_formed: bool = False,
 ) -> list[TaskRegions | None]:
     """:func:`task_regions` of every task, in one pass (the validator's batch path).
 
@@ -1009,10 +1048,12 @@ def all_task_regions(
     caller may then ask :func:`task_regions` again, where the error belongs).
 
     ``columns``, the tasks' :class:`~amkspec.proofs.columns.TaskColumns` when the caller has
-    them, key each task by its exact params key (:func:`_keyed_task_regions`).
+    them (which exist only for a list of plain Task records: not tested again), key each task by
+    its exact params key (:func:`_keyed_task_regions`). ``well_formed``:
+    as for :meth:`Memo.codes_of`.
     """
-    code = memo.codes_of(buffers)
-    if not {*map(type, tasks)} <= {Task}:  # odd records: each its own way
+    code = memo.codes_of(buffers, well_formed)
+    if columns is None and not {*map(type, tasks)} <= {Task}:  # odd records (columns: none): each its own way
         found: list[TaskRegions | None] = []
         for task in tasks:
             try:
@@ -1055,7 +1096,8 @@ def _keyed_task_regions(
     """:func:`all_task_regions` of plain task records over their columns ``own``: each task's
     inputs, outputs, opcode, params key and params.
 
-    A task's key is ``(opcode, params key, input codes, output codes)``. The params key is the
+    A task's key is ``(opcode, params key, input codes, output codes)``, flattened to five items
+    for two inputs and one output (most tasks: no tuples of codes to build). The params key is the
     exact :func:`~amkspec.proofs.columns.param_key` (equal keys mean equal params of equal types
     in equal order; a bytes is never equal to :func:`task_regions`' own keys) or, without it, the
     params' items (:func:`_items_keys`, :func:`task_regions`' own key), so a hit is the
@@ -1070,28 +1112,32 @@ def _keyed_task_regions(
     for ins, outs, own_ins, own_outs, op, params_key, params, task in rows:
         try:
             if params_key is not None:
+                key: tuple[Any, ...]
                 codes_in: tuple[int | None, ...] | None
-                if ins is own_ins:
-                    n = len(ins)  # the codes without a comprehension: most tasks have one to three operands
-                    codes_in = (
-                        (code[ins[0]], code[ins[1]])
-                        if n == 2
-                        else (code[ins[0]],)
-                        if n == 1
-                        else tuple([code[b] for b in ins])
-                    )
-                else:  # e.g. a buffer named twice (the caller's list names it once)
-                    ins, codes_in = _own_operands(own_ins, code, buffers, memo)
                 codes_out: tuple[int | None, ...] | None
-                if outs is own_outs:
-                    codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+                if ins is own_ins and outs is own_outs and len(ins) == 2 and len(outs) == 1:
+                    # most tasks (x and W, a and b): one flat key, no tuple of codes unless it misses
+                    key = (op, params_key, code[ins[0]], code[ins[1]], code[outs[0]])
+                    cached = get(key)
+                    if cached is not None:
+                        add((ins, cached[0], outs, cached[1]))
+                        continue
+                    codes_in, codes_out = key[2:4], key[4:]
                 else:
-                    outs, codes_out = _own_operands(own_outs, code, buffers, memo)
-                key = (op, params_key, codes_in, codes_out)
-                cached = get(key)
-                if cached is not None:
-                    add((ins, cached[0], outs, cached[1]))
-                    continue
+                    if ins is own_ins:
+                        # the codes without a comprehension: most tasks have one to three operands
+                        codes_in = (code[ins[0]],) if len(ins) == 1 else tuple([code[b] for b in ins])
+                    else:  # e.g. a buffer named twice (the caller's list names it once)
+                        ins, codes_in = _own_operands(own_ins, code, buffers, memo)
+                    if outs is own_outs:
+                        codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+                    else:
+                        outs, codes_out = _own_operands(own_outs, code, buffers, memo)
+                    key = (op, params_key, codes_in, codes_out)
+                    cached = get(key)
+                    if cached is not None:
+                        add((ins, cached[0], outs, cached[1]))
+                        continue
                 if (
                     type(params) is dict
                     and codes_in is not None
@@ -1114,8 +1160,13 @@ def _own_operands(
     """:func:`_operands` of a task's own operand list, where ``code`` holds the code of every
     buffer of ``buffers``: a list of exact ints gives its ids and their codes (None for an id
     that is not a buffer's, as for an unusable one), anything else takes :func:`_operands`."""
-    if type(value) is list and {*map(type, value)} <= {int}:
-        return tuple(value), tuple(map(code.get, value))
+    if type(value) is list:
+        if len(value) == 2:  # e.g. SILU_MUL's [gate, gate]: no set, no map
+            first, second = value
+            if type(first) is int and type(second) is int:
+                return (first, second), (code.get(first), code.get(second))
+        elif {*map(type, value)} <= {int}:
+            return tuple(value), tuple(map(code.get, value))
     return _operands(value, buffers, memo)
 
 
@@ -1129,8 +1180,15 @@ def _op_regions(
 ) -> tuple[list[Region], list[Region]]:
     """The logical regions of one op over interned operands, stored in ``memo.ops[key]`` (unless None)."""
     operands, packed = memo.operands, memo.packed
-    ins = list(map(operands.__getitem__, codes_in))  # map, not a comprehension: no frame per call
-    outs = list(map(operands.__getitem__, codes_out))
+    n = len(codes_in)  # the lists without a map or a comprehension: most tasks have one to three operands
+    ins = (
+        [operands[codes_in[0]], operands[codes_in[1]]]
+        if n == 2
+        else [operands[codes_in[0]]]
+        if n == 1
+        else list(map(operands.__getitem__, codes_in))
+    )
+    outs = [operands[codes_out[0]]] if len(codes_out) == 1 else list(map(operands.__getitem__, codes_out))
     found = op_footprint(op, params, ins, outs)
     if packed and not (packed.isdisjoint(codes_in) and packed.isdisjoint(codes_out)):
         reads, writes = found
@@ -1186,12 +1244,12 @@ def task_footprint(task: Any, buffers: Mapping[int, Buffer], memo: Memo | None =
 
 def region_of(ids: Sequence[int], regions: list[Region], buffer: int) -> Region:
     """The region of ``buffer`` among one task's operands (union when named twice; EMPTY if absent)."""
-    if len(ids) == 1:
-        return regions[0] if ids[0] == buffer else EMPTY
-    found = [r for b, r in zip(ids, regions, strict=True) if b == buffer]
-    if not found:
+    named = ids.count(buffer)
+    if named == 1:  # most calls: the region as it is, without a list
+        return regions[ids.index(buffer)]
+    if not named:
         return EMPTY
-    return found[0] if len(found) == 1 else union(found)
+    return union([r for b, r in zip(ids, regions, strict=True) if b == buffer])
 
 
 def _by_buffer(ids: Sequence[int], regions: list[Region]) -> dict[int, Region]:

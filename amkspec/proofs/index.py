@@ -323,8 +323,9 @@ class ProgramIndex:
             if not self._batched:  # every task at once: its checked operand lists are not checked again
                 self._batched = True
                 columns = self.columns if self.n >= KEYED_MIN_TASKS else None
+                well_formed = self.buffers_well_formed  # set by the structure checks, which run first
                 self._regions[:] = all_task_regions(
-                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo, columns
+                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo, columns, well_formed
                 )
                 found = self._regions[pos]
             if found is None:

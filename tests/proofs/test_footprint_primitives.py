@@ -1,8 +1,8 @@
 """The footprint primitives against their definitions, element by element (spec §3.3).
 
-``whole`` and ``along`` have rank-1/rank-2 paths that build the box directly; these tests
-enumerate the elements of every small shape and compare, on every rank and axis, including empty
-dimensions, negative axes and ranges that stick out of the buffer.
+``whole`` and ``along`` have rank-1/rank-2 paths (``along`` also rank 3) that build the box
+directly; these tests enumerate the elements of every small shape and compare, on every rank and
+axis, including empty dimensions, negative axes and ranges that stick out of the buffer.
 """
 
 from __future__ import annotations
