@@ -311,6 +311,16 @@ class ProgramIndex:
         return min(lows, default=None)
 
     @cached_property
+    def buffer_kinds(self) -> list[Any]:
+        """The ``kind`` of every record of ``buffers``, in the map's order (None where a record
+        lacks one), read once for the checks that select buffers by kind."""
+        records = self.buffers.values()
+        try:
+            return [buf.kind for buf in records]
+        except AttributeError:
+            return [getattr(buf, "kind", None) for buf in records]
+
+    @cached_property
     def columns(self) -> TaskColumns | None:
         """The tasks a column at a time (:func:`~amkspec.proofs.columns.task_columns`), built on
         first use and shared by the checks that read it (structure, memory safety)."""

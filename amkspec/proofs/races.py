@@ -332,9 +332,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     fulls: dict[tuple[int, ...], Box] = {}
     gaps_of, tiles = _Uncovered(), _Tiles()
     tiles_of, repeated = tiles.found.get, _Repeated()  # the first: a memo, asked inline
-    wholes: dict[int, tuple[Any, bool, Region]] = {}  # a write region's id → (shape, whole buffer?, it)
     unused: dict[int, tuple[list[Box], Region]] = {}
-    whole = wholes.get
     buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
     activation, returned = BufferKind.ACTIVATION, BufferKind.IO_OUTPUT
     for bid, writers in ix.writers.items():
@@ -356,11 +354,10 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 continue
             # (readers ascend: a writer before the first reads none of it)
             if len(boxes) == 1 and (not readers or w < readers[0] or w not in readers):
-                hit = whole(id(write))
-                if hit is None or hit[0] != buf.shape:
-                    full = fulls.get(buf.shape) or _full_box(fulls, buf.shape)
-                    hit = wholes[id(write)] = (buf.shape, boxes[0] == full, write)
-                if hit[1]:
+                full = fulls.get(shape := buf.shape)
+                if full is None:  # the one box of every element (the operands are usable: ints)
+                    full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
+                if boxes[0] == full:
                     continue  # as a writer of the whole buffer below
             writes = [write]
         else:
@@ -434,14 +431,6 @@ class _Uncovered:
             gaps = uncovered(Region(None) if target is None else target, covers, shape)
             hit = self.found[key] = (gaps, target, list(covers))
         return hit[0]
-
-
-def _full_box(fulls: dict[tuple[int, ...], Box], shape: tuple[int, ...]) -> Box:
-    """The one box of every element of a buffer of ``shape`` (ints), built once per shape."""
-    full = fulls.get(shape)
-    if full is None:
-        full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
-    return full
 
 
 class _Repeated:
