@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from functools import cached_property
-from itertools import chain, compress
+from itertools import compress
 from operator import not_
 from typing import Any, TypeGuard
 
@@ -118,7 +118,7 @@ class ProgramIndex:
         self.fields: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
         self.plain_inputs = self.plain_outputs = False
         self._wait_lists = True  # every waits field is a list
-        self._single_tables: list[dict[Any, tuple[tuple[int, int, int]]]] = []
+        self._single_tables: tuple[dict[int, Any], dict[tuple[int, int], Any]] = ({}, {})
         self._general: list[int] = []  # positions of the tasks whose waits took the general path
         self._index_tasks()
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
@@ -211,7 +211,7 @@ class ProgramIndex:
             else:
                 general.append(pos)
         self.max_threshold = highest
-        self._wait_lists, self._single_tables, self._general = lists, [tables, others], general
+        self._wait_lists, self._single_tables, self._general = lists, (tables, others), general
         joined = self._index_general_waits(general, waits)
         self._link_single_waits(waiters, joined)
         for c, after in joined.items():
@@ -302,13 +302,26 @@ class ProgramIndex:
         return self._wait_lists
 
     @cached_property
-    def lowest_threshold(self) -> int | None:
-        """The lowest int threshold of any entry of ``waits`` (None when there is none), from the
-        tables the index shares among single-wait tasks and the other tasks' entries."""
+    def min_threshold(self) -> dict[int, int]:
+        """Counter → the lowest int threshold of the entries of ``waits`` on it (a counter waited
+        for with no int threshold is absent), from the tables the index shares among single-wait
+        tasks and the other tasks' entries."""
+        firsts, others = self._single_tables
+        lowest = {c: table[0][2] for c, table in firsts.items()}
+        for c, t in others:
+            if t < lowest[c]:
+                lowest[c] = t
         tables = self.waits
-        lows = [table[0][2] for table in chain.from_iterable(map(dict.values, self._single_tables))]
-        lows += [t for pos in self._general for _, _, t in tables[pos] if type(t) is int]
-        return min(lows, default=None)
+        for pos in self._general:
+            for _, c, t in tables[pos]:
+                if type(t) is int and (c not in lowest or t < lowest[c]):
+                    lowest[c] = t
+        return lowest
+
+    @property
+    def lowest_threshold(self) -> int | None:
+        """The lowest int threshold of any entry of ``waits`` (None when there is none)."""
+        return min(self.min_threshold.values(), default=None)
 
     @cached_property
     def buffer_kinds(self) -> list[Any]:
@@ -450,13 +463,17 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
     in order of first use), and the positions of the fields that name an id twice; else None.
 
     A repeat shows as the field's position already ending its id's list. Fields of one or two ids
-    (most operand lists) are unpacked rather than iterated.
+    (most operand lists) are unpacked rather than iterated, and a field naming the ids of the
+    field of its size before (the tiles of one operation) joins their lists without a lookup.
     """
     users: dict[int, list[int]] = {}
     users_of = users.get
     repeats: list[int] = []
     last: int | None = None  # the id of the last one-id field, and its list
     last_users: list[int] = []
+    last_a = last_b = None  # the ids of the last two-id field naming two ids, and their lists
+    users_a: list[int] = []
+    users_b: list[int] = []
     for pos, refs in enumerate(fields):
         if type(refs) is not list:
             return None
@@ -479,16 +496,23 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
             a, b = refs
             if type(a) is not int or type(b) is not int:
                 return None
-            if (named := users_of(a)) is None:
-                users[a] = [pos]
+            if a == last_a and b == last_b:
+                users_a.append(pos)
+                users_b.append(pos)
+                continue
+            if (users_a := users_of(a)) is None:  # type: ignore[assignment]
+                users_a = users[a] = [pos]
             else:
-                named.append(pos)
+                users_a.append(pos)
             if b == a:
                 repeats.append(pos)
-            elif (named := users_of(b)) is None:
-                users[b] = [pos]
+                last_a = None
+                continue
+            if (users_b := users_of(b)) is None:  # type: ignore[assignment]
+                users_b = users[b] = [pos]
             else:
-                named.append(pos)
+                users_b.append(pos)
+            last_a, last_b = a, b
         else:
             for b in refs:
                 if type(b) is not int:

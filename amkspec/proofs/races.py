@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Iterator, Sequence
+from itertools import repeat
+from operator import gt
 from typing import Any
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
@@ -77,9 +79,10 @@ def _kind(ix: ProgramIndex, bid: int) -> BufferKind | None:
 
 def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """A wait on a counter with > 1 producer uses threshold == #producers (spec §3.3)."""
+    lowest = ix.min_threshold
+    if not any(map(gt, map(len, map(ix.producers.get, lowest, repeat(()))), lowest.values())):
+        return  # no int threshold is below its counter's producer count
     shared = {c: makers for c, makers in ix.producers.items() if len(makers) > 1}
-    if not shared:
-        return
     # a task waiting on a counter has an edge from each of its producers (but itself, and a
     # producer of the counter is exempt), so the successors of one producer per shared counter
     # are every task that can break the rule
@@ -108,9 +111,10 @@ def check_readonly_writes(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
     Spec §3.3.
     """
+    buffers = ix.buffers
     for bid, writers in ix.writers.items():
-        kind = _kind(ix, bid)
-        if kind is None or kind not in READONLY_KINDS:
+        kind = getattr(buffers[bid], "kind", None)  # as _kind: a writer's buffer is in the table
+        if type(kind) is not BufferKind or kind not in READONLY_KINDS:
             continue
         for w in writers:
             yield diag(
