@@ -191,6 +191,8 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if unresolved:
                 pending.append((r, bid, unresolved))
                 queries.extend((w, r) for w in unresolved)
+    if not queries:
+        return  # every read is resolved without a happens-before query
     ordered = ix.reach.ancestors(queries)
     if len(ordered) == len(queries) or ordered.issuperset(queries):
         return  # every asked writer happens before its reader
@@ -262,7 +264,6 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """
     if not ix.acyclic:
         return
-    rank = ix.reach.rank
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
     out_counter, buffers, write_regions = ix.out_counter, ix.buffers, ix.write_regions
@@ -294,10 +295,12 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
             counters = set(map(signal, writers))
             if len(counters) == 1 and None not in counters:
                 continue
-        chain = sorted(writers, key=rank.__getitem__)
+        chain = sorted(writers, key=ix.reach.rank.__getitem__)
         queries.extend(itertools.pairwise(chain))
         clash = (writers[pair[0]], writers[pair[1]]) if pair is not None else None
         pending.append((bid, chain, clash))
+    if not pending:
+        return  # every buffer's writers are disjoint tiles under one counter
     ordered = ix.reach.ancestors(queries)
     for bid, chain, clash in pending:
         gap = next(((a, b) for a, b in itertools.pairwise(chain) if (a, b) not in ordered), None)
