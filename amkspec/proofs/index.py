@@ -228,28 +228,37 @@ class ProgramIndex:
         not wait on exactly one counter with an int threshold (several waits, or a record that is
         not plain); returns counter → the positions among them that wait on it."""
         joined: defaultdict[int, list[int]] = defaultdict(list)
-        producers, own, highest = self.producers, self.out_counter, self.max_threshold
+        producers_of, own, highest = self.producers.get, self.out_counter, self.max_threshold
         waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
+        highest_of = highest.get
         n_edges, forward = 0, True
         for pos in general:
             table = _wait_table(waits[pos])
             if not table:
                 continue
             waits_of[pos] = table
-            counters = counters_of[pos] = [c for _, c, _ in table]
+            counters: list[int] = []
+            preds: list[int] = []  # the producers of its distinct counters (they are disjoint)
+            waits_own = False
             for _, c, t in table:
-                t = t if type(t) is int else 0
-                if c not in highest or t > highest[c]:
+                if type(t) is not int:
+                    t = 0
+                if (h := highest_of(c)) is None or t > h:
                     highest[c] = t
-            distinct = [c for c in dict.fromkeys(counters) if c in producers]
-            if not distinct:
+                if c in counters:
+                    counters.append(c)
+                    continue
+                counters.append(c)
+                if (makers := producers_of(c)) is not None:
+                    joined[c].append(pos)
+                    preds += makers
+                    waits_own = waits_own or c == own[pos]
+            counters_of[pos] = counters
+            if not preds:
                 continue
-            for c in distinct:
-                joined[c].append(pos)
-            # distinct counters have disjoint producer lists
-            preds = sorted([p for c in distinct for p in producers[c]])
+            preds.sort()
             n_edges += len(preds)
-            if own[pos] in distinct:
+            if waits_own:
                 preds.remove(pos)
                 self.self_waiting.append(pos)
             if preds:
