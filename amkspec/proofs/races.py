@@ -477,13 +477,19 @@ class _Tiles:
             if boxes is None:
                 starts = None
                 break
-            if len(boxes) == 1 and all(lo == 0 for lo, _ in boxes[0]):
+            if len(boxes) == 1 and _at_origin(boxes[0]):
                 starts.append(i)  # type: ignore[union-attr]
         if starts:
             full = tuple(zip(itertools.repeat(0), shape))
             starts = [i for i in starts if writes[i].boxes[0] == full]  # type: ignore[index]
         hit = self.found[key] = (writes, shape, starts, {})
         return hit
+
+
+def _at_origin(box: Box) -> bool:
+    """The box starts at index 0 on every axis (column tiles differ on the last axis: most are
+    told apart by its start alone)."""
+    return not box or (box[-1][0] == 0 and all(lo == 0 for lo, _ in box))
 
 
 _Plan = tuple[list[Region], Any, list[int] | None, dict[int, tuple[list[Box], Region]]]
