@@ -172,7 +172,7 @@ class ProgramIndex:
         highest: dict[int, int] = {}
         waiters: dict[int, list[int]] = {}  # counter → positions of the single-wait tasks on it
         general: list[int] = []
-        table_of, waiters_of = tables.get, waiters.get
+        waiters_of = waiters.get  # (its keys are those of ``tables``)
         # the wait of the last single-wait task and its tables: the tiles of one operation repeat it
         run_c = run_t = None
         run_table: tuple[tuple[int, int, int]] = ((0, 0, 0),)
@@ -192,18 +192,16 @@ class ProgramIndex:
             ):
                 if c != run_c or t != run_t:
                     run_c, run_t, run_counters, run_preds = c, t, (c,), producers_of(c, ())
-                    table = table_of(c)
-                    if table is None:
-                        table = tables[c] = ((0, c, t),)
-                        highest[c] = t
-                    elif table[0][2] != t:
-                        table = _shared_table(c, t, others, highest)
-                    run_table = table
                     known = waiters_of(c)
-                    if known is None:
+                    if known is None:  # the first single-wait task on ``c``
                         run = waiters[c] = []
+                        run_table = tables[c] = ((0, c, t),)
+                        highest[c] = t
                     else:
                         run = known
+                        run_table = tables[c]
+                        if run_table[0][2] != t:
+                            run_table = _shared_table(c, t, others, highest)
                 waits_of[pos] = run_table
                 counters_of[pos] = run_counters
                 preds_of[pos] = run_preds
