@@ -347,7 +347,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         kind = getattr(buf, "kind", None)
         if kind is not activation and kind is not returned:
             continue
-        readers = readers_of.get(bid, [])
+        readers: Sequence[int] = readers_of.get(bid, ())
         if not readers and kind is not returned:
             continue
         covers: int | None = None  # the id of the writes' list, when the index shares it
