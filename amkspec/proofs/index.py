@@ -88,8 +88,10 @@ class ProgramIndex:
     a record lacks one); ``plain_inputs`` (``plain_outputs``) is True exactly when every task's
     inputs (outputs) field is a list of int ids of known buffers; ``plain_waits`` is True exactly
     when every task's waits field is a list whose every entry is exactly a
-    :class:`~amkspec.ir.Wait` with an int counter and an int threshold; ``lowest_threshold`` is the
-    lowest int threshold of any wait (None when there is none).
+    :class:`~amkspec.ir.Wait` with an int counter and an int threshold; ``min_threshold`` maps each
+    counter to the lowest int threshold waited for on it, and ``lowest_threshold`` is the lowest of
+    all (None when there is none); ``buffer_kinds`` is the ``kind`` of every buffer record, in the
+    order of ``buffers``.
     """
 
     def __init__(self, prog: MegakernelProgram) -> None:
