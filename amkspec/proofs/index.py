@@ -233,14 +233,14 @@ class ProgramIndex:
         highest_of = highest.get
         n_edges, forward = 0, True
         for pos in general:
-            table = _wait_table(waits[pos])
-            if not table:
-                continue
-            waits_of[pos] = table
-            counters: list[int] = []
+            table: list[tuple[int, int, Any]] = []  # (index, counter, threshold) of its Wait records
+            counters: list[int] = []  # whose counter is an int
             preds: list[int] = []  # the producers of its distinct counters (they are disjoint)
             waits_own = False
-            for _, c, t in table:
+            for i, w in enumerate(waits[pos]):
+                if type(w) is not Wait or type(c := w.counter) is not int:
+                    continue
+                table.append((i, c, t := w.threshold))
                 if type(t) is not int:
                     t = 0
                 if (h := highest_of(c)) is None or t > h:
@@ -253,7 +253,9 @@ class ProgramIndex:
                     joined[c].append(pos)
                     preds += makers
                     waits_own = waits_own or c == own[pos]
-            counters_of[pos] = counters
+            if not table:
+                continue
+            waits_of[pos], counters_of[pos] = table, counters
             if not preds:
                 continue
             preds.sort()
@@ -574,15 +576,6 @@ def _users(refs_of: list[list[int]]) -> dict[int, list[int]]:
         for b in refs:
             users[b].append(pos)
     return dict(users)
-
-
-def _wait_table(waits: Any) -> list[tuple[int, int, Any]]:
-    """``(index, counter, threshold)`` of a task's Wait records whose counter is an int."""
-    if type(waits) is not list or not waits:
-        return []
-    return [
-        (i, w.counter, w.threshold) for i, w in enumerate(waits) if type(w) is Wait and type(w.counter) is int
-    ]
 
 
 def kahn(n: int, preds: Sequence[Sequence[int]], succs: Sequence[Sequence[int]]) -> list[int] | None:
