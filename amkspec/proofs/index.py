@@ -117,10 +117,10 @@ class ProgramIndex:
         self.n_edges = 0
         self.forward = True
         self.max_threshold: dict[int, int] = {}
+        self.min_threshold: dict[int, int] = {}
         self.fields: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
         self.plain_inputs = self.plain_outputs = False
         self._wait_lists = True  # every waits field is a list
-        self._single_tables: tuple[dict[int, Any], dict[tuple[int, int], Any]] = ({}, {})
         self._general: list[int] = []  # positions of the tasks whose waits took the general path
         self._index_tasks()
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
@@ -172,6 +172,7 @@ class ProgramIndex:
         tables: dict[int, tuple[tuple[int, int, int]]] = {}  # counter → its first single-wait table
         others: dict[tuple[int, int], tuple[tuple[int, int, int]]] = {}  # further thresholds
         highest: dict[int, int] = {}
+        lowest: dict[int, int] = {}
         waiters: dict[int, list[int]] = {}  # counter → positions of the single-wait tasks on it
         general: list[int] = []
         waiters_of = waiters.get  # (its keys are those of ``tables``)
@@ -198,20 +199,20 @@ class ProgramIndex:
                     if known is None:  # the first single-wait task on ``c``
                         run = waiters[c] = []
                         run_table = tables[c] = ((0, c, t),)
-                        highest[c] = t
+                        highest[c] = lowest[c] = t
                     else:
                         run = known
                         run_table = tables[c]
                         if run_table[0][2] != t:
-                            run_table = _shared_table(c, t, others, highest)
+                            run_table = _shared_table(c, t, others, highest, lowest)
                 waits_of[pos] = run_table
                 counters_of[pos] = run_counters
                 preds_of[pos] = run_preds
                 run.append(pos)
             else:
                 general.append(pos)
-        self.max_threshold = highest
-        self._wait_lists, self._single_tables, self._general = lists, (tables, others), general
+        self.max_threshold, self.min_threshold = highest, lowest
+        self._wait_lists, self._general = lists, general
         joined = self._index_general_waits(general, waits)
         self._link_single_waits(waiters, joined)
         for c, after in joined.items():
@@ -228,9 +229,10 @@ class ProgramIndex:
         not wait on exactly one counter with an int threshold (several waits, or a record that is
         not plain); returns counter → the positions among them that wait on it."""
         joined: defaultdict[int, list[int]] = defaultdict(list)
-        producers_of, own, highest = self.producers.get, self.out_counter, self.max_threshold
+        producers_of, own = self.producers.get, self.out_counter
+        highest, lowest = self.max_threshold, self.min_threshold
         waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
-        highest_of = highest.get
+        highest_of, lowest_of = highest.get, lowest.get
         n_edges, forward = 0, True
         for pos in general:
             table: list[tuple[int, int, Any]] = []  # (index, counter, threshold) of its Wait records
@@ -243,6 +245,8 @@ class ProgramIndex:
                 table.append((i, c, t := w.threshold))
                 if type(t) is not int:
                     t = 0
+                elif (low := lowest_of(c)) is None or t < low:
+                    lowest[c] = t
                 if (h := highest_of(c)) is None or t > h:
                     highest[c] = t
                 if c in counters:
@@ -311,23 +315,6 @@ class ProgramIndex:
             if len(table) != len(waits[pos]) or not {type(t) for _, _, t in table} <= {int}:
                 return False
         return self._wait_lists
-
-    @cached_property
-    def min_threshold(self) -> dict[int, int]:
-        """Counter → the lowest int threshold of the entries of ``waits`` on it (a counter waited
-        for with no int threshold is absent), from the tables the index shares among single-wait
-        tasks and the other tasks' entries."""
-        firsts, others = self._single_tables
-        lowest = {c: table[0][2] for c, table in firsts.items()}
-        for c, t in others:
-            if t < lowest[c]:
-                lowest[c] = t
-        tables = self.waits
-        for pos in self._general:
-            for _, c, t in tables[pos]:
-                if type(t) is int and (c not in lowest or t < lowest[c]):
-                    lowest[c] = t
-        return lowest
 
     @property
     def lowest_threshold(self) -> int | None:
@@ -538,12 +525,18 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
 
 
 def _shared_table(
-    c: int, t: int, others: dict[tuple[int, int], tuple[tuple[int, int, int]]], highest: dict[int, int]
+    c: int,
+    t: int,
+    others: dict[tuple[int, int], tuple[tuple[int, int, int]]],
+    highest: dict[int, int],
+    lowest: dict[int, int],
 ) -> tuple[tuple[int, int, int]]:
     """The single-wait table ``((0, c, t),)`` for a threshold other than the first one seen for
-    ``c`` (shared in ``others``), raising ``highest[c]`` to ``t`` if needed."""
+    ``c`` (shared in ``others``), raising ``highest[c]`` or lowering ``lowest[c]`` to ``t`` if needed."""
     if t > highest[c]:
         highest[c] = t
+    elif t < lowest[c]:
+        lowest[c] = t
     return others.get((c, t)) or others.setdefault((c, t), ((0, c, t),))
 
 
