@@ -89,7 +89,10 @@ def _internal(where: str, exc: BaseException) -> Diagnostic:
 
 
 def _sm_assigned(tasks: list[Any]) -> bool:
-    """Some task's ``sm`` is an int (:func:`~amkspec.proofs.index.is_int`), a column at a time."""
+    """Some task's ``sm`` is an int (:func:`~amkspec.proofs.index.is_int`): the first task's (as
+    in a program whose tasks are all placed), else one found a column at a time."""
+    if tasks and type(getattr(tasks[0], "sm", None)) is int:
+        return True
     try:
         sms = [t.sm for t in tasks]
     except AttributeError:  # a record without an sm has none
