@@ -109,3 +109,11 @@ _BOXES = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3)), max_size=4).m
 @given(_BOXES)
 def test_a_box_at_the_origin_starts_at_zero_on_every_axis(box: Any) -> None:
     assert races._at_origin(box) == all(lo == 0 for lo, _ in box)
+
+
+def test_a_first_sm_only_equal_to_an_int_assigns_nothing() -> None:
+    tasks: list[Any] = [SimpleNamespace(sm=True), SimpleNamespace(sm=1.0), SimpleNamespace()]
+    assert not validate_module._sm_assigned(tasks)
+    tasks.append(SimpleNamespace(sm=3))
+    assert validate_module._sm_assigned(tasks) and validate_module._sm_assigned(tasks[::-1])
+    assert not validate_module._sm_assigned([])
