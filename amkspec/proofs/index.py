@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from functools import cached_property
-from itertools import chain, compress
+from itertools import compress
 from operator import not_
 from typing import Any, TypeGuard
 
@@ -88,8 +88,10 @@ class ProgramIndex:
     a record lacks one); ``plain_inputs`` (``plain_outputs``) is True exactly when every task's
     inputs (outputs) field is a list of int ids of known buffers; ``plain_waits`` is True exactly
     when every task's waits field is a list whose every entry is exactly a
-    :class:`~amkspec.ir.Wait` with an int counter and an int threshold; ``lowest_threshold`` is the
-    lowest int threshold of any wait (None when there is none).
+    :class:`~amkspec.ir.Wait` with an int counter and an int threshold; ``min_threshold`` maps each
+    counter to the lowest int threshold waited for on it, and ``lowest_threshold`` is the lowest of
+    all (None when there is none); ``buffer_kinds`` is the ``kind`` of every buffer record, in the
+    order of ``buffers``.
     """
 
     def __init__(self, prog: MegakernelProgram) -> None:
@@ -115,10 +117,10 @@ class ProgramIndex:
         self.n_edges = 0
         self.forward = True
         self.max_threshold: dict[int, int] = {}
+        self.min_threshold: dict[int, int] = {}
         self.fields: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
         self.plain_inputs = self.plain_outputs = False
         self._wait_lists = True  # every waits field is a list
-        self._single_tables: list[dict[Any, tuple[tuple[int, int, int]]]] = []
         self._general: list[int] = []  # positions of the tasks whose waits took the general path
         self._index_tasks()
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
@@ -170,9 +172,10 @@ class ProgramIndex:
         tables: dict[int, tuple[tuple[int, int, int]]] = {}  # counter → its first single-wait table
         others: dict[tuple[int, int], tuple[tuple[int, int, int]]] = {}  # further thresholds
         highest: dict[int, int] = {}
+        lowest: dict[int, int] = {}
         waiters: dict[int, list[int]] = {}  # counter → positions of the single-wait tasks on it
         general: list[int] = []
-        table_of, waiters_of = tables.get, waiters.get
+        waiters_of = waiters.get  # (its keys are those of ``tables``)
         # the wait of the last single-wait task and its tables: the tiles of one operation repeat it
         run_c = run_t = None
         run_table: tuple[tuple[int, int, int]] = ((0, 0, 0),)
@@ -192,26 +195,24 @@ class ProgramIndex:
             ):
                 if c != run_c or t != run_t:
                     run_c, run_t, run_counters, run_preds = c, t, (c,), producers_of(c, ())
-                    table = table_of(c)
-                    if table is None:
-                        table = tables[c] = ((0, c, t),)
-                        highest[c] = t
-                    elif table[0][2] != t:
-                        table = _shared_table(c, t, others, highest)
-                    run_table = table
                     known = waiters_of(c)
-                    if known is None:
+                    if known is None:  # the first single-wait task on ``c``
                         run = waiters[c] = []
+                        run_table = tables[c] = ((0, c, t),)
+                        highest[c] = lowest[c] = t
                     else:
                         run = known
+                        run_table = tables[c]
+                        if run_table[0][2] != t:
+                            run_table = _shared_table(c, t, others, highest, lowest)
                 waits_of[pos] = run_table
                 counters_of[pos] = run_counters
                 preds_of[pos] = run_preds
                 run.append(pos)
             else:
                 general.append(pos)
-        self.max_threshold = highest
-        self._wait_lists, self._single_tables, self._general = lists, [tables, others], general
+        self.max_threshold, self.min_threshold = highest, lowest
+        self._wait_lists, self._general = lists, general
         joined = self._index_general_waits(general, waits)
         self._link_single_waits(waiters, joined)
         for c, after in joined.items():
@@ -228,28 +229,42 @@ class ProgramIndex:
         not wait on exactly one counter with an int threshold (several waits, or a record that is
         not plain); returns counter → the positions among them that wait on it."""
         joined: defaultdict[int, list[int]] = defaultdict(list)
-        producers, own, highest = self.producers, self.out_counter, self.max_threshold
+        producers_of, own = self.producers.get, self.out_counter
+        highest, lowest = self.max_threshold, self.min_threshold
         waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
+        highest_of, lowest_of = highest.get, lowest.get
         n_edges, forward = 0, True
         for pos in general:
-            table = _wait_table(waits[pos])
+            table: list[tuple[int, int, Any]] = []  # (index, counter, threshold) of its Wait records
+            counters: list[int] = []  # whose counter is an int
+            preds: list[int] = []  # the producers of its distinct counters (they are disjoint)
+            waits_own = False
+            for i, w in enumerate(waits[pos]):
+                if type(w) is not Wait or type(c := w.counter) is not int:
+                    continue
+                table.append((i, c, t := w.threshold))
+                if type(t) is not int:
+                    t = 0
+                elif (low := lowest_of(c)) is None or t < low:
+                    lowest[c] = t
+                if (h := highest_of(c)) is None or t > h:
+                    highest[c] = t
+                if c in counters:
+                    counters.append(c)
+                    continue
+                counters.append(c)
+                if (makers := producers_of(c)) is not None:
+                    joined[c].append(pos)
+                    preds += makers
+                    waits_own = waits_own or c == own[pos]
             if not table:
                 continue
-            waits_of[pos] = table
-            counters = counters_of[pos] = [c for _, c, _ in table]
-            for _, c, t in table:
-                t = t if type(t) is int else 0
-                if c not in highest or t > highest[c]:
-                    highest[c] = t
-            distinct = [c for c in dict.fromkeys(counters) if c in producers]
-            if not distinct:
+            waits_of[pos], counters_of[pos] = table, counters
+            if not preds:
                 continue
-            for c in distinct:
-                joined[c].append(pos)
-            # distinct counters have disjoint producer lists
-            preds = sorted([p for c in distinct for p in producers[c]])
+            preds.sort()
             n_edges += len(preds)
-            if own[pos] in distinct:
+            if waits_own:
                 preds.remove(pos)
                 self.self_waiting.append(pos)
             if preds:
@@ -301,14 +316,20 @@ class ProgramIndex:
                 return False
         return self._wait_lists
 
-    @cached_property
+    @property
     def lowest_threshold(self) -> int | None:
-        """The lowest int threshold of any entry of ``waits`` (None when there is none), from the
-        tables the index shares among single-wait tasks and the other tasks' entries."""
-        tables = self.waits
-        lows = [table[0][2] for table in chain.from_iterable(map(dict.values, self._single_tables))]
-        lows += [t for pos in self._general for _, _, t in tables[pos] if type(t) is int]
-        return min(lows, default=None)
+        """The lowest int threshold of any entry of ``waits`` (None when there is none)."""
+        return min(self.min_threshold.values(), default=None)
+
+    @cached_property
+    def buffer_kinds(self) -> list[Any]:
+        """The ``kind`` of every record of ``buffers``, in the map's order (None where a record
+        lacks one), read once for the checks that select buffers by kind."""
+        records = self.buffers.values()
+        try:
+            return [buf.kind for buf in records]
+        except AttributeError:
+            return [getattr(buf, "kind", None) for buf in records]
 
     @cached_property
     def columns(self) -> TaskColumns | None:
@@ -441,13 +462,17 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
     in order of first use), and the positions of the fields that name an id twice; else None.
 
     A repeat shows as the field's position already ending its id's list. Fields of one or two ids
-    (most operand lists) are unpacked rather than iterated.
+    (most operand lists) are unpacked rather than iterated, and a field naming the ids of the
+    field of its size before (the tiles of one operation) joins their lists without a lookup.
     """
     users: dict[int, list[int]] = {}
     users_of = users.get
     repeats: list[int] = []
     last: int | None = None  # the id of the last one-id field, and its list
     last_users: list[int] = []
+    last_a = last_b = None  # the ids of the last two-id field naming two ids, and their lists
+    users_a: list[int] = []
+    users_b: list[int] = []
     for pos, refs in enumerate(fields):
         if type(refs) is not list:
             return None
@@ -470,16 +495,23 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
             a, b = refs
             if type(a) is not int or type(b) is not int:
                 return None
-            if (named := users_of(a)) is None:
-                users[a] = [pos]
+            if a == last_a and b == last_b:
+                users_a.append(pos)
+                users_b.append(pos)
+                continue
+            if (users_a := users_of(a)) is None:  # type: ignore[assignment]
+                users_a = users[a] = [pos]
             else:
-                named.append(pos)
+                users_a.append(pos)
             if b == a:
                 repeats.append(pos)
-            elif (named := users_of(b)) is None:
-                users[b] = [pos]
+                last_a = None
+                continue
+            if (users_b := users_of(b)) is None:  # type: ignore[assignment]
+                users_b = users[b] = [pos]
             else:
-                named.append(pos)
+                users_b.append(pos)
+            last_a, last_b = a, b
         else:
             for b in refs:
                 if type(b) is not int:
@@ -494,12 +526,18 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
 
 
 def _shared_table(
-    c: int, t: int, others: dict[tuple[int, int], tuple[tuple[int, int, int]]], highest: dict[int, int]
+    c: int,
+    t: int,
+    others: dict[tuple[int, int], tuple[tuple[int, int, int]]],
+    highest: dict[int, int],
+    lowest: dict[int, int],
 ) -> tuple[tuple[int, int, int]]:
     """The single-wait table ``((0, c, t),)`` for a threshold other than the first one seen for
-    ``c`` (shared in ``others``), raising ``highest[c]`` to ``t`` if needed."""
+    ``c`` (shared in ``others``), raising ``highest[c]`` or lowering ``lowest[c]`` to ``t`` if needed."""
     if t > highest[c]:
         highest[c] = t
+    elif t < lowest[c]:
+        lowest[c] = t
     return others.get((c, t)) or others.setdefault((c, t), ((0, c, t),))
 
 
@@ -532,15 +570,6 @@ def _users(refs_of: list[list[int]]) -> dict[int, list[int]]:
         for b in refs:
             users[b].append(pos)
     return dict(users)
-
-
-def _wait_table(waits: Any) -> list[tuple[int, int, Any]]:
-    """``(index, counter, threshold)`` of a task's Wait records whose counter is an int."""
-    if type(waits) is not list or not waits:
-        return []
-    return [
-        (i, w.counter, w.threshold) for i, w in enumerate(waits) if type(w) is Wait and type(w.counter) is int
-    ]
 
 
 def kahn(n: int, preds: Sequence[Sequence[int]], succs: Sequence[Sequence[int]]) -> list[int] | None:

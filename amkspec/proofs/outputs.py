@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import compress, repeat
 from operator import is_
-from typing import Any
 
 from amkspec.ir import BufferKind, ScheduleConfig
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
@@ -35,22 +34,13 @@ MAX_THREADS_PER_BLOCK = 1024
 
 def check_outputs(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Output reachability: every IO_OUTPUT has a writer (spec §3.5)."""
-    for bid in _io_outputs(ix.buffers):
+    for bid in compress(ix.buffers, map(is_, ix.buffer_kinds, repeat(BufferKind.IO_OUTPUT))):
         if not ix.writers.get(bid):
             yield diag(
                 OUTPUT_NOT_PRODUCED,
                 f"IO_OUTPUT buffer {ix.buffer_name(bid)} is never produced",
                 buffers=[bid],
             )
-
-
-def _io_outputs(buffers: dict[int, Any]) -> list[int]:
-    """The ids of the IO_OUTPUT buffers, in the map's order (a column of kinds at a time)."""
-    try:
-        kinds = [buf.kind for buf in buffers.values()]
-    except AttributeError:  # a record without a kind is no output
-        kinds = [getattr(buf, "kind", None) for buf in buffers.values()]
-    return list(compress(buffers, map(is_, kinds, repeat(BufferKind.IO_OUTPUT))))
 
 
 def check_gpu_label(ix: ProgramIndex) -> Iterator[Diagnostic]:

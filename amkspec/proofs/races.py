@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Iterator, Sequence
+from itertools import repeat
+from operator import gt
 from typing import Any
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
@@ -77,9 +79,10 @@ def _kind(ix: ProgramIndex, bid: int) -> BufferKind | None:
 
 def check_all_join(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """A wait on a counter with > 1 producer uses threshold == #producers (spec §3.3)."""
+    lowest = ix.min_threshold
+    if not any(map(gt, map(len, map(ix.producers.get, lowest, repeat(()))), lowest.values())):
+        return  # no int threshold is below its counter's producer count
     shared = {c: makers for c, makers in ix.producers.items() if len(makers) > 1}
-    if not shared:
-        return
     # a task waiting on a counter has an edge from each of its producers (but itself, and a
     # producer of the counter is exempt), so the successors of one producer per shared counter
     # are every task that can break the rule
@@ -108,9 +111,10 @@ def check_readonly_writes(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
     Spec §3.3.
     """
+    buffers = ix.buffers
     for bid, writers in ix.writers.items():
-        kind = _kind(ix, bid)
-        if kind is None or kind not in READONLY_KINDS:
+        kind = getattr(buffers[bid], "kind", None)  # as _kind: a writer's buffer is in the table
+        if type(kind) is not BufferKind or kind not in READONLY_KINDS:
             continue
         for w in writers:
             yield diag(
@@ -187,6 +191,8 @@ def check_provenance(ix: ProgramIndex) -> Iterator[Diagnostic]:
             if unresolved:
                 pending.append((r, bid, unresolved))
                 queries.extend((w, r) for w in unresolved)
+    if not queries:
+        return  # every read is resolved without a happens-before query
     ordered = ix.reach.ancestors(queries)
     if len(ordered) == len(queries) or ordered.issuperset(queries):
         return  # every asked writer happens before its reader
@@ -258,7 +264,6 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """
     if not ix.acyclic:
         return
-    rank = ix.reach.rank
     pending: list[tuple[int, list[int], tuple[int, int] | None]] = []
     queries: list[tuple[int, int]] = []
     out_counter, buffers, write_regions = ix.out_counter, ix.buffers, ix.write_regions
@@ -290,10 +295,12 @@ def check_write_write(ix: ProgramIndex) -> Iterator[Diagnostic]:
             counters = set(map(signal, writers))
             if len(counters) == 1 and None not in counters:
                 continue
-        chain = sorted(writers, key=rank.__getitem__)
+        chain = sorted(writers, key=ix.reach.rank.__getitem__)
         queries.extend(itertools.pairwise(chain))
         clash = (writers[pair[0]], writers[pair[1]]) if pair is not None else None
         pending.append((bid, chain, clash))
+    if not pending:
+        return  # every buffer's writers are disjoint tiles under one counter
     ordered = ix.reach.ancestors(queries)
     for bid, chain, clash in pending:
         gap = next(((a, b) for a, b in itertools.pairwise(chain) if (a, b) not in ordered), None)
@@ -332,9 +339,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
     fulls: dict[tuple[int, ...], Box] = {}
     gaps_of, tiles = _Uncovered(), _Tiles()
     tiles_of, repeated = tiles.found.get, _Repeated()  # the first: a memo, asked inline
-    wholes: dict[int, tuple[Any, bool, Region]] = {}  # a write region's id → (shape, whole buffer?, it)
     unused: dict[int, tuple[list[Box], Region]] = {}
-    whole = wholes.get
     buffers, readers_of, regions, write_regions = ix.buffers, ix.readers, ix.regions, ix.write_regions
     activation, returned = BufferKind.ACTIVATION, BufferKind.IO_OUTPUT
     for bid, writers in ix.writers.items():
@@ -342,7 +347,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
         kind = getattr(buf, "kind", None)
         if kind is not activation and kind is not returned:
             continue
-        readers = readers_of.get(bid, [])
+        readers: Sequence[int] = readers_of.get(bid, ())
         if not readers and kind is not returned:
             continue
         covers: int | None = None  # the id of the writes' list, when the index shares it
@@ -356,11 +361,10 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
                 continue
             # (readers ascend: a writer before the first reads none of it)
             if len(boxes) == 1 and (not readers or w < readers[0] or w not in readers):
-                hit = whole(id(write))
-                if hit is None or hit[0] != buf.shape:
-                    full = fulls.get(buf.shape) or _full_box(fulls, buf.shape)
-                    hit = wholes[id(write)] = (buf.shape, boxes[0] == full, write)
-                if hit[1]:
+                full = fulls.get(shape := buf.shape)
+                if full is None:  # the one box of every element (the operands are usable: ints)
+                    full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
+                if boxes[0] == full:
                     continue  # as a writer of the whole buffer below
             writes = [write]
         else:
@@ -436,14 +440,6 @@ class _Uncovered:
         return hit[0]
 
 
-def _full_box(fulls: dict[tuple[int, ...], Box], shape: tuple[int, ...]) -> Box:
-    """The one box of every element of a buffer of ``shape`` (ints), built once per shape."""
-    full = fulls.get(shape)
-    if full is None:
-        full = fulls[shape] = tuple(zip(itertools.repeat(0), shape))
-    return full
-
-
 class _Repeated:
     """:func:`~amkspec.proofs.footprint.region_of` for a buffer named more than once by a task
     (or not at all). When it is every operand (SILU_MUL's ``[gate, gate]``) the region is the
@@ -481,13 +477,19 @@ class _Tiles:
             if boxes is None:
                 starts = None
                 break
-            if len(boxes) == 1 and all(lo == 0 for lo, _ in boxes[0]):
+            if len(boxes) == 1 and _at_origin(boxes[0]):
                 starts.append(i)  # type: ignore[union-attr]
         if starts:
             full = tuple(zip(itertools.repeat(0), shape))
             starts = [i for i in starts if writes[i].boxes[0] == full]  # type: ignore[index]
         hit = self.found[key] = (writes, shape, starts, {})
         return hit
+
+
+def _at_origin(box: Box) -> bool:
+    """The box starts at index 0 on every axis (column tiles differ on the last axis: most are
+    told apart by its start alone)."""
+    return not box or (box[-1][0] == 0 and all(lo == 0 for lo, _ in box))
 
 
 _Plan = tuple[list[Region], Any, list[int] | None, dict[int, tuple[list[Box], Region]]]

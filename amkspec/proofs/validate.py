@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Iterable
+from itertools import compress
 from typing import Any
 
 from amkspec.ir import WEIGHT_KINDS, MegakernelProgram
 from amkspec.ir.gcpause import gc_paused
 from amkspec.proofs import deadlock, outputs, races, structure
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
-from amkspec.proofs.index import ProgramIndex, is_int
+from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import check_memory_safety
 from amkspec.proofs.result import ValidationResult
 
@@ -87,11 +88,23 @@ def _internal(where: str, exc: BaseException) -> Diagnostic:
     return diag(INTERNAL_ERROR, f"internal error in the {where} check: {type(exc).__name__}: {exc}{at}")
 
 
+def _sm_assigned(tasks: list[Any]) -> bool:
+    """Some task's ``sm`` is an int (:func:`~amkspec.proofs.index.is_int`): the first task's (as
+    in a program whose tasks are all placed), else one found a column at a time."""
+    if tasks and type(getattr(tasks[0], "sm", None)) is int:
+        return True
+    try:
+        sms = [t.sm for t in tasks]
+    except AttributeError:  # a record without an sm has none
+        sms = [getattr(t, "sm", None) for t in tasks]
+    return int in {*map(type, sms)}
+
+
 def _stats(ix: ProgramIndex) -> dict[str, Any]:
     """Statistics of the original (tasks, buffers, counters, edges, acyclic, weight_MB, sm_assigned)
     plus the reachability work done."""
-    weights = [b for b in ix.buffers.values() if getattr(b, "kind", None) in WEIGHT_KINDS]
-    weight = structure.total_nbytes(weights, well_formed=ix.buffers_well_formed)
+    weights = compress(ix.buffers.values(), map(WEIGHT_KINDS.__contains__, ix.buffer_kinds))
+    weight = structure.total_nbytes(list(weights), well_formed=ix.buffers_well_formed)
     reach = ix.built_reach
     return {
         "tasks": ix.n,
@@ -100,7 +113,7 @@ def _stats(ix: ProgramIndex) -> dict[str, Any]:
         "edges": ix.n_edges,
         "acyclic": ix.acyclic,
         "weight_MB": round(weight / 1e6, 2),
-        "sm_assigned": any(is_int(getattr(t, "sm", None)) for t in ix.tasks),
+        "sm_assigned": _sm_assigned(ix.tasks),
         "reach_queries": reach.queries if reach is not None else 0,
         "bitset_passes": reach.bitset_passes if reach is not None else 0,
     }

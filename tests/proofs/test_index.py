@@ -104,6 +104,11 @@ def _direct(prog: MegakernelProgram) -> dict[str, Any]:
         for _, c, t in table:
             value = t if type(t) is int else 0
             highest[c] = max(highest.get(c, value), value)
+    lowest: dict[int, int] = {}
+    for table in waits:
+        for _, c, t in table:
+            if type(t) is int:
+                lowest[c] = min(lowest.get(c, t), t)
     return {
         "tasks": tasks,
         "buffers": buffers,
@@ -122,6 +127,9 @@ def _direct(prog: MegakernelProgram) -> dict[str, Any]:
         "n_edges": n_edges,
         "forward": forward,
         "max_threshold": highest,
+        "min_threshold": lowest,
+        "lowest_threshold": min(lowest.values(), default=None),
+        "buffer_kinds": [getattr(b, "kind", None) for b in buffers.values()],
         "topo": list(range(len(tasks))) if forward else _fifo_kahn(preds, succs),
     }
 
@@ -164,7 +172,16 @@ def runs_programs(draw: st.DrawFn) -> MegakernelProgram:
     counters = [Counter(i) for i in range(n_counters)]
     tasks: list[Task] = []
     waits: list[Wait] = []
+    inputs: list[Any] = []
     for pos in range(draw(st.integers(0, 24))):
+        same = draw(st.integers(0, 3)) if pos else 0  # the operands of the task before, maybe with
+        if same == 0:  # a value equal to one of its ids that is no id (True, 1.0)
+            inputs = draw(st.lists(_IDS, max_size=4))
+        elif same == 2 and inputs:
+            inputs = list(inputs)
+            inputs[draw(st.integers(0, len(inputs) - 1))] = draw(_ODD)
+        else:
+            inputs = list(inputs)
         how = draw(st.integers(0, 5))
         if how >= 2 and pos:  # the same waits as the task before, maybe with another threshold
             waits = [Wait(w.counter, draw(st.integers(0, 3)) if how == 2 else w.threshold) for w in waits]
@@ -174,7 +191,7 @@ def runs_programs(draw: st.DrawFn) -> MegakernelProgram:
             Task(
                 id=pos,
                 op=InstructionKind.COPY,
-                inputs=draw(st.lists(_IDS, max_size=4)),
+                inputs=inputs,
                 outputs=draw(st.lists(_IDS, max_size=2)),
                 out_counter=draw(_IDS),
                 waits=waits,
@@ -311,6 +328,18 @@ def test_a_buffer_named_twice_is_one_reference_and_one_use() -> None:
     ix = _agree(prog)
     assert ix.inputs == [[x], [x, y]] and ix.readers == {x: [0, 1], y: [1]}
     assert prog.tasks[0].inputs == [x, x]  # the record is left as it was
+
+
+def test_a_two_id_run_breaks_at_a_value_only_equal_to_an_id() -> None:
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    y = b.new_buffer("y", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    z = b.new_buffer("z", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    for ids in ([x, y], [x, y], [x, True], [0.0, y], [x, y], [y, y], [y, y], [x, y]):
+        b.add_task(InstructionKind.ADD, ids, [z])
+    ix = _agree(b.build())
+    assert y is True or y == 1
+    assert ix.readers == {x: [0, 1, 2, 4, 7], y: [0, 1, 3, 4, 5, 6, 7]} and not ix.plain_inputs
 
 
 def test_true_is_not_buffer_one_nor_counter_one() -> None:
