@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from amkspec.ir.errors import FormatError
+from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.limits import MAX_DECOMPRESSED_BYTES, MAX_INPUT_BYTES, MAX_JSON_DEPTH
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -157,13 +158,18 @@ class _depth_capped:
     the limit is set just high enough for a probe document ``depth`` levels deep (objects, with a
     number inside: the costliest innermost level) to parse here, and restored after. A document
     ``depth`` deep therefore always parses; one nested more than 3 levels deeper never does.
+
+    The cyclic garbage collector is paused meanwhile: a collection there would run other
+    objects' finalisers with no stack to spare, and they would fail.
     """
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
         self.saved = 0
+        self.paused = gc_paused()
 
     def __enter__(self) -> None:
+        self.paused.__enter__()
         self.saved = sys.getrecursionlimit()
         probe = '{"a":' * self.depth + "1.5" + "}" * self.depth
         limit = _stack_depth() + self.depth
@@ -178,6 +184,7 @@ class _depth_capped:
 
     def __exit__(self, *exc: object) -> None:
         sys.setrecursionlimit(self.saved)
+        self.paused.__exit__(None, None, None)
 
 
 def _stack_depth() -> int:

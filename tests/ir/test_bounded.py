@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import gzip
 import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from amkspec.ir import FormatError
+from amkspec.ir import FormatError, bounded
 from amkspec.ir.bounded import parse_json, read_input
 from amkspec.ir.limits import MAX_JSON_DEPTH
 
@@ -84,3 +88,44 @@ def test_a_duplicate_key_before_deep_nesting_is_a_format_error() -> None:
     text = '{"x": {"a": 1, "a": 2}, "y": ' + "[" * 5000 + "]" * 5000 + "}"
     with pytest.raises(FormatError):
         parse_json(text)
+
+
+class _Finalised:
+    """Garbage in a reference cycle whose finaliser needs more stack than the depth cap leaves."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.cycle = self
+
+    def __del__(self) -> None:
+        def down(n: int) -> int:
+            return n if n == 0 else down(n - 1)
+
+        down(2 * DEPTH)
+        self.log.append("ran")
+
+
+@pytest.mark.parametrize("text", ['{"a": [1, 2, {"trigger": 3}]}', '{"trigger": 1, "trigger": 2}'])
+def test_a_collection_never_runs_under_the_depth_cap(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The depth cap lowers the recursion limit to just above the parse's own stack; garbage
+    collected there would run other objects' finalisers with no stack to spare (they failed, and
+    wrote "Exception ignored in sys.unraisablehook" into the command's error output). Garbage is
+    made mid-parse, then enough allocations that the collector would run if it could."""
+    log: list[str] = []
+    real = bounded._pairs
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        if items[0][0] == "trigger" and not log:  # the document itself, not the cap's probe
+            log.append("parsing")
+            for _ in range(50):
+                _Finalised(log)
+            [{} for _ in range(5000)]  # allocations that would trigger a collection
+        return real(items)
+
+    monkeypatch.setattr(bounded, "_pairs", pairs)
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: log.append(f"unraisable {u.exc_type.__name__}"))
+    gc.collect()
+    with contextlib.suppress(FormatError):
+        parse_json(text)
+    gc.collect()
+    assert log == ["parsing"] + ["ran"] * 50
