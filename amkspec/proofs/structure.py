@@ -394,7 +394,7 @@ def _scan_columns(ix: ProgramIndex) -> TaskScan | None:
     if columns is None or not columns.all_keyed:
         return None
     if not (
-        {*map(type, columns.ops)} <= {InstructionKind}
+        columns.plain_ops
         and {*map(type, columns.params)} <= {dict}
         and _fields_fine(ix, columns)
         and max(map(len, columns.waits), default=0) <= ABI_MAX_WAITS
