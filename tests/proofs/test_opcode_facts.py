@@ -1,25 +1,29 @@
-"""Facts about opcodes and flags that the checks read once instead of testing again (spec §3.1, §7.5).
+"""Facts the checks read once instead of testing again, and a loop fast path (spec §1.3, §3.1, §7.5).
 
 ``TaskColumns.plain_ops`` is tested once when the columns are built, and both the structure column
 scan and the footprint batch read it. Here it equals its definition, "every opcode is exactly an
 InstructionKind", on random, repeated and malformed programs (opcodes 5, None, an IntEnum), and the
 footprint batch that reads it still gives each task its own footprint. The attention rule's
-PARTIAL_WRITE bit is a plain int, and it selects the same flags as the IntFlag member.
+PARTIAL_WRITE bit is a plain int, and it selects the same flags as the IntFlag member. The buffer
+fast path of ``check_buffers`` answers True only when every buffer is fine and fits, with a
+malformed record at any position.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from amkspec.ir import AttentionFlags, InstructionKind, MegakernelProgram
+from amkspec.ir import AttentionFlags, Buffer, InstructionKind, MegakernelProgram
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
 from amkspec.proofs.columns import task_columns
 from amkspec.proofs.footprint import Memo, all_task_regions, task_regions
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.shapes import attention
+from amkspec.proofs.structure import _all_fine, buffer_nbytes, buffer_problem
 from amkspec.strategies import valid_programs
 from tests.proofs.test_column_fast_paths import programs
 from tests.proofs.test_rule_memo import repeated_tasks
@@ -62,3 +66,38 @@ def test_an_odd_opcode_clears_plain_ops(prog: MegakernelProgram, odd: Any, data:
 @given(st.integers(INT32_MIN, INT32_MAX))
 def test_the_partial_write_bit_selects_the_flags_the_int_flag_does(flags: int) -> None:
     assert bool(flags & attention._PARTIAL_WRITE) is bool(flags & AttentionFlags.PARTIAL_WRITE)
+
+
+_ODD_FIELDS = {
+    "kind": [None, 1, "ACTIVATION"],
+    "dtype": [None, 2, "F32"],
+    "space": [None, 0],
+    "shape": [(-1,), (True, 2), (2**31,), (1, 1, 1, 1, 1), [4, 4], (1.0,), None, ("4",)],
+}
+
+
+@st.composite
+def buffer_lists(draw: st.DrawFn) -> list[Any]:
+    """The buffers of a valid program, with zero to three broken at any position (a field set to
+    an odd value, or the record replaced by a dict)."""
+    buffers: list[Any] = list(draw(valid_programs()).buffers)
+    for _ in range(draw(st.integers(0, 3)) if buffers else 0):
+        pos = draw(st.integers(0, len(buffers) - 1))
+        field = draw(st.sampled_from([*_ODD_FIELDS, "record"]))
+        if field == "record":
+            buffers[pos] = {"id": pos}
+        elif isinstance(buffers[pos], Buffer):
+            odd = copy.copy(buffers[pos])
+            object.__setattr__(odd, field, draw(st.sampled_from(_ODD_FIELDS[field])))  # past the converters
+            buffers[pos] = odd
+    return buffers
+
+
+@given(buffer_lists(), st.integers(0, 1 << 40))
+def test_the_buffer_fast_path_is_true_only_when_every_buffer_is_fine(buffers: list[Any], cap: int) -> None:
+    fine = all(buffer_problem(b) is None for b in buffers)
+    if _all_fine(buffers, cap):
+        assert fine and all((buffer_nbytes(b) or 0) <= cap for b in buffers)
+    if fine:  # every buffer fine: the bound by the bytes of all of them decides
+        assert _all_fine(buffers, 1 << 62)
+        assert not _all_fine(buffers, -1)
