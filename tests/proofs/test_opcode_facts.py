@@ -17,12 +17,13 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from amkspec.ir import AttentionFlags, Buffer, InstructionKind, MegakernelProgram
+from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, MegakernelProgram
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
 from amkspec.proofs.columns import task_columns
 from amkspec.proofs.footprint import Memo, all_task_regions, task_regions
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.shapes import attention
+from amkspec.proofs.shapes.context import buffer_operand, is_integer_dtype, operand_kind
 from amkspec.proofs.structure import _all_fine, buffer_nbytes, buffer_problem
 from amkspec.strategies import valid_programs
 from tests.proofs.test_column_fast_paths import programs
@@ -68,11 +69,18 @@ def test_the_partial_write_bit_selects_the_flags_the_int_flag_does(flags: int) -
     assert bool(flags & attention._PARTIAL_WRITE) is bool(flags & AttentionFlags.PARTIAL_WRITE)
 
 
+class _Label(str):
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+
 _ODD_FIELDS = {
     "kind": [None, 1, "ACTIVATION"],
     "dtype": [None, 2, "F32"],
     "space": [None, 0],
     "shape": [(-1,), (True, 2), (2**31,), (1, 1, 1, 1, 1), [4, 4], (1.0,), None, ("4",)],
+    "name": [None, 3, _Label("odd")],
+    "id": [True, "x", None, 2**40],
 }
 
 
@@ -101,3 +109,33 @@ def test_the_buffer_fast_path_is_true_only_when_every_buffer_is_fine(buffers: li
     if fine:  # every buffer fine: the bound by the bytes of all of them decides
         assert _all_fine(buffers, 1 << 62)
         assert not _all_fine(buffers, -1)
+
+
+@given(buffer_lists())
+def test_a_buffer_operand_is_its_kind_named_for_messages(buffers: list[Any]) -> None:
+    for buf in buffers:
+        if not isinstance(buf, Buffer):
+            continue
+        kind, operand = operand_kind(buf), buffer_operand(buf)
+        if kind is None:
+            assert operand is None
+            continue
+        assert operand is not None and (operand.shape, operand.dtype) == kind
+        label = buf.name if isinstance(buf.name, str) else "?"
+        assert operand.name == "buffer " + format(buf.id) + ":" + format(label)
+        assert operand.buffer == (buf.id if type(buf.id) is int else None)
+        if buffer_problem(buf) is None:
+            trusted = buffer_operand(buf, well_formed=True)
+            assert trusted is not None
+            assert (trusted.name, trusted.shape, trusted.dtype, trusted.buffer) == (
+                operand.name,
+                operand.shape,
+                operand.dtype,
+                operand.buffer,
+            )
+
+
+def test_is_integer_dtype_is_the_dtypes_own_property() -> None:
+    assert is_integer_dtype(None) is None
+    for dtype in DType:
+        assert is_integer_dtype(dtype) is dtype.is_integer
