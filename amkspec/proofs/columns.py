@@ -11,7 +11,7 @@ import marshal
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from amkspec.ir import Task
+from amkspec.ir import InstructionKind, Task
 
 MARSHAL_VERSION = 2
 """The last marshal format without back-references: equal contents give equal bytes whatever
@@ -30,6 +30,9 @@ class TaskColumns(NamedTuple):
     """:func:`param_key` of each task's params; equal keys are one bytes object."""
     all_keyed: bool
     """No entry of ``param_keys`` is None."""
+    plain_ops: bool
+    """Every entry of ``ops`` is exactly an :class:`~amkspec.ir.InstructionKind` (tested once here
+    for the checks that take the opcodes a column at a time)."""
 
 
 def task_columns(
@@ -54,7 +57,8 @@ def task_columns(
     outputs = [t.outputs for t in tasks] if outputs is None else outputs
     waits = [t.waits for t in tasks] if waits is None else waits
     ops = [t.op for t in tasks]
-    return TaskColumns(ops, inputs, outputs, waits, params, keys, all_keyed)
+    plain_ops = {*map(type, ops)} <= {InstructionKind}
+    return TaskColumns(ops, inputs, outputs, waits, params, keys, all_keyed, plain_ops)
 
 
 class _Interned(dict[bytes | None, bytes | None]):

@@ -1067,7 +1067,7 @@ def all_task_regions(
         own = ([t.inputs for t in tasks], [t.outputs for t in tasks], ops, _items_keys(ops, params), params)
     else:
         keys: Sequence[Any] = columns.param_keys
-        if not {*map(type, columns.ops)} <= {InstructionKind}:
+        if not columns.plain_ops:
             plain = [type(op) is InstructionKind for op in columns.ops]
             keys = [k if fine else None for fine, k in zip(plain, keys, strict=True)]
         own = (columns.inputs, columns.outputs, columns.ops, keys, columns.params)

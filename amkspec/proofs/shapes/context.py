@@ -82,12 +82,21 @@ def buffer_operand(buf: Buffer, well_formed: bool = False) -> Operand | None:
     """The operand view of a buffer, or None when its shape is malformed. ``well_formed``: the
     caller knows the record is (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`:
     its shape is a tuple of non-negative ints and its dtype a DType, so its kind is both)."""
-    kind = (buf.shape, buf.dtype) if well_formed else operand_kind(buf)
-    if kind is None:
-        return None
-    label = buf.name if isinstance(buf.name, str) else "?"
-    buf_id = buf.id if type(buf.id) is int else None
-    return Operand(f"buffer {buf.id}:{label}", kind[0], kind[1], buf_id)
+    dtype: DType | None
+    if well_formed:
+        shape, dtype = buf.shape, buf.dtype
+    else:
+        kind = operand_kind(buf)
+        if kind is None:
+            return None
+        shape, dtype = kind
+    buf_id, label = buf.id, buf.name
+    return Operand(
+        f"buffer {buf_id}:{label if isinstance(label, str) else '?'}",
+        shape,
+        dtype,
+        buf_id if type(buf_id) is int else None,
+    )
 
 
 def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
@@ -101,8 +110,12 @@ def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -
 
 
 def is_integer_dtype(dtype: DType | None) -> bool | None:
-    """True/False for a known dtype, None when unknown."""
-    return None if dtype is None else dtype.is_integer
+    """True/False for a known dtype (:attr:`~amkspec.ir.DType.is_integer`), None when unknown."""
+    return None if dtype is None else dtype in _INTEGER_DTYPES
+
+
+_INTEGER_DTYPES = frozenset(dtype for dtype in DType if dtype.is_integer)
+"""The dtypes whose ``is_integer`` is True, as a set (the property builds a tuple per call)."""
 
 
 @attrs.define
