@@ -13,7 +13,7 @@ edge ``a → b`` for every producer *a* of *c*, regardless of the threshold.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from functools import cached_property
 from itertools import compress
 from operator import not_
@@ -32,6 +32,7 @@ from amkspec.proofs.footprint import (
     task_regions,
 )
 from amkspec.proofs.reach import Reachability
+from amkspec.proofs.rule_keys import RULE_KEYS_AT_ONCE, operand_kinds, rule_keys
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -337,6 +338,17 @@ class ProgramIndex:
         first use and shared by the checks that read it (structure, memory safety)."""
         return task_columns(self.tasks, *self.fields)
 
+    @cached_property
+    def rule_keys(self) -> list[Hashable | None] | None:
+        """The tasks' rule keys (:func:`~amkspec.proofs.rule_keys.rule_keys`), built on first use
+        and shared by the footprint batch and memory safety; None unless the tasks have columns,
+        every buffer is well formed (:attr:`buffers_well_formed`) and they are one block
+        (:data:`~amkspec.proofs.rule_keys.RULE_KEYS_AT_ONCE`)."""
+        columns = self.columns
+        if columns is None or not self.buffers_well_formed or self.n > RULE_KEYS_AT_ONCE:
+            return None
+        return rule_keys(columns, 0, self.n, operand_kinds(self.buffers, True))
+
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
         found = self._regions[pos]
@@ -345,8 +357,10 @@ class ProgramIndex:
                 self._batched = True
                 columns = self.columns if self.n >= KEYED_MIN_TASKS else None
                 well_formed = self.buffers_well_formed  # set by the structure checks, which run first
+                keys = self.rule_keys if columns is not None else None
                 self._regions[:] = all_task_regions(
-                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo, columns, well_formed
+                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo, columns, well_formed,
+                    keys,
                 )
                 found = self._regions[pos]
             if found is None:
