@@ -957,14 +957,27 @@ class Memo:
         self.by_buffer[bid] = code
         return code
 
-    def codes_of(self, buffers: Mapping[int, Buffer], well_formed: bool = False) -> dict[int, int | None]:
+    def codes_of(
+        self, buffers: Mapping[int, Buffer], well_formed: bool = False, kinds: Mapping[int, int] | None = None
+    ) -> dict[int, int | None]:
         """:meth:`code` of every buffer id of ``buffers`` (the ``by_buffer`` table, filled).
 
         ``well_formed``: the caller knows every record is a :class:`~amkspec.ir.Buffer` whose
         dtype is a :class:`~amkspec.ir.DType` and whose shape a tuple of exact non-negative ints
-        (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`), so none is checked again."""
+        (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`), so none is checked again.
+        ``kinds`` (only with ``well_formed``): the :func:`~amkspec.proofs.rule_keys.operand_kinds`
+        of ``buffers``, each the position of the first buffer with the same shape and dtype."""
         known, by_shape = self.by_buffer, self.by_shape
         records = list(buffers.values())
+        if kinds is not None and well_formed and not known:
+            placed: dict[int, int] = {}
+            for place in dict.fromkeys(kinds.values()):  # first seen first: the codes of the column pass
+                buf = records[place]
+                key = (buf.shape, buf.dtype)
+                code = by_shape.get(key)
+                placed[place] = by_shape[key] = self.intern(Operand.of_shape(*key)) if code is None else code
+            known.update(zip(kinds, map(placed.__getitem__, kinds.values()), strict=True))
+            return known
         if known or not (well_formed or {*map(type, records)} <= {Buffer}):
             for bid in buffers:
                 self.code(bid, buffers)
@@ -1038,6 +1051,7 @@ def all_task_regions(
     columns: TaskColumns | None = None,
     well_formed: bool = False,
     rule_keys: Sequence[Any] | None = None,
+    kinds: Mapping[int, int] | None = None,
 ) -> list[TaskRegions | None]:
     """:func:`task_regions` of every task, in one pass (the validator's batch path).
 
@@ -1055,9 +1069,11 @@ def all_task_regions(
     :func:`~amkspec.proofs.rule_keys.rule_keys` (given with ``columns`` by the validator, which
     shares them with memory safety), key each task instead (:func:`_rule_keyed_task_regions`)
     where every buffer is well formed (then a known operand always has a kind: no key slot is
-    None but past a task's last operand).
+    None but past a task's last operand). ``kinds``: the buffers'
+    :func:`~amkspec.proofs.rule_keys.operand_kinds`, when the caller has them (for
+    :meth:`Memo.codes_of`).
     """
-    code = memo.codes_of(buffers, well_formed)
+    code = memo.codes_of(buffers, well_formed, kinds)
     if columns is None and not {*map(type, tasks)} <= {Task}:  # odd records (columns: none): each its own way
         found: list[TaskRegions | None] = []
         for task in tasks:

@@ -127,6 +127,8 @@ class ProgramIndex:
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
         self._memo = Memo()
+        self.kinds: dict[int, int] = {}
+        """The buffers' :func:`~amkspec.proofs.rule_keys.operand_kinds`, set with :attr:`rule_keys`."""
         self._regions: list[TaskRegions | None] = [None] * n
         self._batched = False
         self._writes: dict[int, list[Region]] = {}
@@ -347,7 +349,8 @@ class ProgramIndex:
         columns = self.columns
         if columns is None or not self.buffers_well_formed or self.n > RULE_KEYS_AT_ONCE:
             return None
-        return rule_keys(columns, 0, self.n, operand_kinds(self.buffers, True))
+        self.kinds = operand_kinds(self.buffers, True)
+        return rule_keys(columns, 0, self.n, self.kinds)
 
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
@@ -360,7 +363,7 @@ class ProgramIndex:
                 keys = self.rule_keys if columns is not None else None
                 self._regions[:] = all_task_regions(
                     self.tasks, self.inputs, self.outputs, self.buffers, self._memo, columns, well_formed,
-                    keys,
+                    keys, self.kinds if keys is not None else None,
                 )
                 found = self._regions[pos]
             if found is None:

@@ -46,8 +46,12 @@ def test_the_rule_keyed_batch_equals_each_tasks_own_footprint(prog: MegakernelPr
     if keys is None:  # no columns or a malformed buffer: the batch is keyed as before
         assert ix.columns is None or not ix.buffers_well_formed
         return
-    memo = Memo()
-    found = all_task_regions(ix.tasks, ix.inputs, ix.outputs, ix.buffers, memo, ix.columns, True, keys)
+    assert ix.kinds == operand_kinds(ix.buffers)
+    # the codes from the kinds are those of the column pass, code for code
+    assert Memo().codes_of(ix.buffers, True, ix.kinds) == Memo().codes_of(ix.buffers)
+    found = all_task_regions(
+        ix.tasks, ix.inputs, ix.outputs, ix.buffers, Memo(), ix.columns, True, keys, ix.kinds
+    )
     assert len(found) == ix.n
     for pos, task in enumerate(ix.tasks):
         if found[pos] is None:  # the batch raised: so does the task on its own
