@@ -24,7 +24,6 @@ only within a block): a key is a tuple per task, and a million of them, or the k
 buffers, at once would be the validator's peak memory."""
 
 
-
 def operand_kinds(records: dict[int, Buffer], well_formed: bool = False) -> dict[int, int]:
     """Buffer id → an int naming its :func:`operand_kind` (equal kinds, equal ints), for the
     buffers with a well-formed shape. ``well_formed``: the caller knows every record is well
@@ -43,7 +42,6 @@ def operand_kinds(records: dict[int, Buffer], well_formed: bool = False) -> dict
         if kind is not None:
             kinds[bid] = named.setdefault(kind, len(named))
     return kinds
-
 
 
 def rule_keys(
