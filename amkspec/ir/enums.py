@@ -50,7 +50,7 @@ class DType(enum.IntEnum):
     @property
     def is_integer(self) -> bool:
         """An integer dtype, packed I4 included (spec §1.2)."""
-        return self in (DType.I32, DType.I8, DType.I4, DType.U8)
+        return self in INTEGER_DTYPES
 
 
 _DTYPE_BITS = {
@@ -58,6 +58,8 @@ _DTYPE_BITS = {
     DType.I32: 32, DType.I8: 8, DType.I4: 4, DType.U8: 8, DType.BOOL: 8,
 }
 _FLOAT_DTYPES = frozenset({DType.F32, DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
+INTEGER_DTYPES = frozenset({DType.I32, DType.I8, DType.I4, DType.U8})
+"""The integer dtypes, packed I4 included (spec §1.2): :attr:`DType.is_integer` reads this set."""
 
 
 class MemSpace(enum.IntEnum):

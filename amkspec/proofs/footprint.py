@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -957,14 +957,27 @@ class Memo:
         self.by_buffer[bid] = code
         return code
 
-    def codes_of(self, buffers: Mapping[int, Buffer], well_formed: bool = False) -> dict[int, int | None]:
+    def codes_of(
+        self, buffers: Mapping[int, Buffer], well_formed: bool = False, kinds: Mapping[int, int] | None = None
+    ) -> dict[int, int | None]:
         """:meth:`code` of every buffer id of ``buffers`` (the ``by_buffer`` table, filled).
 
         ``well_formed``: the caller knows every record is a :class:`~amkspec.ir.Buffer` whose
         dtype is a :class:`~amkspec.ir.DType` and whose shape a tuple of exact non-negative ints
-        (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`), so none is checked again."""
+        (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`), so none is checked again.
+        ``kinds`` (only with ``well_formed``): the :func:`~amkspec.proofs.rule_keys.operand_kinds`
+        of ``buffers``, each the position of the first buffer with the same shape and dtype."""
         known, by_shape = self.by_buffer, self.by_shape
         records = list(buffers.values())
+        if kinds is not None and well_formed and not known:
+            placed: dict[int, int] = {}
+            for place in dict.fromkeys(kinds.values()):  # first seen first: the codes of the column pass
+                buf = records[place]
+                key = (buf.shape, buf.dtype)
+                code = by_shape.get(key)
+                placed[place] = by_shape[key] = self.intern(Operand.of_shape(*key)) if code is None else code
+            known.update(zip(kinds, map(placed.__getitem__, kinds.values()), strict=True))
+            return known
         if known or not (well_formed or {*map(type, records)} <= {Buffer}):
             for bid in buffers:
                 self.code(bid, buffers)
@@ -1037,6 +1050,8 @@ def all_task_regions(
     memo: Memo,
     columns: TaskColumns | None = None,
     well_formed: bool = False,
+    rule_keys: Sequence[Any] | None = None,
+    kinds: Mapping[int, int] | None = None,
 ) -> list[TaskRegions | None]:
     """:func:`task_regions` of every task, in one pass (the validator's batch path).
 
@@ -1050,9 +1065,15 @@ def all_task_regions(
     ``columns``, the tasks' :class:`~amkspec.proofs.columns.TaskColumns` when the caller has
     them (which exist only for a list of plain Task records: not tested again), key each task by
     its exact params key (:func:`_keyed_task_regions`). ``well_formed``:
-    as for :meth:`Memo.codes_of`.
+    as for :meth:`Memo.codes_of`. ``rule_keys``, the tasks' keys of
+    :func:`~amkspec.proofs.rule_keys.rule_keys` (given with ``columns`` by the validator, which
+    shares them with memory safety), key each task instead (:func:`_rule_keyed_task_regions`)
+    where every buffer is well formed (then a known operand always has a kind: no key slot is
+    None but past a task's last operand). ``kinds``: the buffers'
+    :func:`~amkspec.proofs.rule_keys.operand_kinds`, when the caller has them (for
+    :meth:`Memo.codes_of`).
     """
-    code = memo.codes_of(buffers, well_formed)
+    code = memo.codes_of(buffers, well_formed, kinds)
     if columns is None and not {*map(type, tasks)} <= {Task}:  # odd records (columns: none): each its own way
         found: list[TaskRegions | None] = []
         for task in tasks:
@@ -1065,6 +1086,10 @@ def all_task_regions(
     if columns is None:
         ops, params = [t.op for t in tasks], [t.params for t in tasks]
         own = ([t.inputs for t in tasks], [t.outputs for t in tasks], ops, _items_keys(ops, params), params)
+    elif rule_keys is not None and well_formed and columns.plain_ops:
+        own_lists, params = (columns.inputs, columns.outputs), columns.params
+        rows = zip(inputs, outputs, *own_lists, columns.ops, rule_keys, params, tasks, strict=True)
+        return _rule_keyed_task_regions(rows, buffers, memo, code)
     else:
         keys: Sequence[Any] = columns.param_keys
         if not columns.plain_ops:
@@ -1146,6 +1171,44 @@ def _keyed_task_regions(
                     and None not in codes_out
                 ):
                     cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
+                    add((ins, cached[0], outs, cached[1]))
+                    continue
+            add(task_regions(task, buffers, memo))
+        except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
+            add(None)
+    return found
+
+
+def _rule_keyed_task_regions(
+    rows: Iterable[tuple[Any, Any, Any, Any, Any, Any, Any, Any]],
+    buffers: Mapping[int, Buffer],
+    memo: Memo,
+    code: Mapping[int, int | None],
+) -> list[TaskRegions | None]:
+    """:func:`all_task_regions` of plain task records keyed by their rule keys: each row holds a
+    task's checked inputs and outputs, its own ones, its opcode, rule key, params and the task.
+
+    Equal rule keys mean equal opcodes, exact params and operands of equal shapes and dtypes
+    (:func:`~amkspec.proofs.rule_keys.rule_keys`), hence equal :func:`op_footprint` (a rule key
+    is never equal to :func:`task_regions`' own keys, whose second item is a tuple, not bytes).
+    A key is used only where the checked lists are the task's own (every id known, none
+    repeated: every operand then has a kind, so the key fixes the operand counts); any other
+    task, one without a key, and a miss whose params are not a dict or with an unusable operand
+    take :func:`task_regions`; an entry is None where that raised.
+    """
+    get = memo.ops.get
+    found: list[TaskRegions | None] = []
+    add = found.append
+    for ins, outs, own_ins, own_outs, op, key, params, task in rows:
+        try:
+            if key is not None and ins is own_ins and outs is own_outs:
+                cached = get(key)
+                if cached is None and type(params) is dict:
+                    codes_in = tuple([code[b] for b in ins])
+                    codes_out = tuple([code[b] for b in outs])
+                    if None not in codes_in and None not in codes_out:
+                        cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
+                if cached is not None:
                     add((ins, cached[0], outs, cached[1]))
                     continue
             add(task_regions(task, buffers, memo))

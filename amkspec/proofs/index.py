@@ -13,7 +13,7 @@ edge ``a → b`` for every producer *a* of *c*, regardless of the threshold.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from functools import cached_property
 from itertools import compress
 from operator import not_
@@ -32,6 +32,7 @@ from amkspec.proofs.footprint import (
     task_regions,
 )
 from amkspec.proofs.reach import Reachability
+from amkspec.proofs.rule_keys import RULE_KEYS_AT_ONCE, operand_kinds, rule_keys
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -126,6 +127,8 @@ class ProgramIndex:
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
         self._memo = Memo()
+        self.kinds: dict[int, int] = {}
+        """The buffers' :func:`~amkspec.proofs.rule_keys.operand_kinds`, set with :attr:`rule_keys`."""
         self._regions: list[TaskRegions | None] = [None] * n
         self._batched = False
         self._writes: dict[int, list[Region]] = {}
@@ -337,6 +340,18 @@ class ProgramIndex:
         first use and shared by the checks that read it (structure, memory safety)."""
         return task_columns(self.tasks, *self.fields)
 
+    @cached_property
+    def rule_keys(self) -> list[Hashable | None] | None:
+        """The tasks' rule keys (:func:`~amkspec.proofs.rule_keys.rule_keys`), built on first use
+        and shared by the footprint batch and memory safety; None unless the tasks have columns,
+        every buffer is well formed (:attr:`buffers_well_formed`) and they are one block
+        (:data:`~amkspec.proofs.rule_keys.RULE_KEYS_AT_ONCE`)."""
+        columns = self.columns
+        if columns is None or not self.buffers_well_formed or self.n > RULE_KEYS_AT_ONCE:
+            return None
+        self.kinds = operand_kinds(self.buffers, True)
+        return rule_keys(columns, 0, self.n, self.kinds)
+
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
         found = self._regions[pos]
@@ -345,8 +360,10 @@ class ProgramIndex:
                 self._batched = True
                 columns = self.columns if self.n >= KEYED_MIN_TASKS else None
                 well_formed = self.buffers_well_formed  # set by the structure checks, which run first
+                keys = self.rule_keys if columns is not None else None
                 self._regions[:] = all_task_regions(
-                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo, columns, well_formed
+                    self.tasks, self.inputs, self.outputs, self.buffers, self._memo, columns, well_formed,
+                    keys, self.kinds if keys is not None else None,
                 )
                 found = self._regions[pos]
             if found is None:

@@ -15,21 +15,19 @@ rules that need it. :func:`check_memory_safety` never raises.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from itertools import chain, compress, count, repeat, zip_longest
-from operator import is_
+from itertools import chain
 from typing import Any
 
-from amkspec.ir import Buffer, DType, InstructionKind, MegakernelProgram, Task
+from amkspec.ir import Buffer, InstructionKind, MegakernelProgram, Task
 from amkspec.proofs.columns import TaskColumns, task_columns
 from amkspec.proofs.diagnostics import Diagnostic
 from amkspec.proofs.index import ProgramIndex
+from amkspec.proofs.rule_keys import RULE_KEYS_AT_ONCE, operand_kinds, rule_keys
 from amkspec.proofs.shapes.context import (
     OpContext,
     Operand,
     Rule,
-    are_shapes,
     buffer_operand,
-    operand_kind,
 )
 from amkspec.proofs.shapes.registry import OP_RULES, arity_ok, check_op
 
@@ -61,26 +59,6 @@ class _LazyOperands(dict[int, "Operand | None"]):
         return operand
 
 
-def _kinds(records: dict[int, Buffer], well_formed: bool = False) -> dict[int, int]:
-    """Buffer id → an int naming its :func:`operand_kind` (equal kinds, equal ints), for the
-    buffers with a well-formed shape. ``well_formed``: the caller knows every record is well
-    formed (:attr:`~amkspec.proofs.index.ProgramIndex.buffers_well_formed`)."""
-    buffers = records.values()
-    shapes, dtypes = [b.shape for b in buffers], [b.dtype for b in buffers]
-    if well_formed or ({*map(type, dtypes)} <= {DType} and are_shapes(shapes)):
-        # every kind is (shape, dtype): a column at a time, a new kind named by its position
-        seen: dict[tuple[tuple[int, ...], DType], int] = {}
-        names = map(seen.setdefault, zip(shapes, dtypes, strict=True), count())
-        return dict(zip(records, names, strict=True))
-    named: dict[tuple[tuple[int, ...], DType | None], int] = {}
-    kinds: dict[int, int] = {}
-    for bid, buf in records.items():
-        kind = operand_kind(buf)
-        if kind is not None:
-            kinds[bid] = named.setdefault(kind, len(named))
-    return kinds
-
-
 MEMO_MIN_TASKS = 64
 """Programs with fewer tasks are checked task by task: their keys cost more than the rules they
 save (a key costs about a third of a GEMV tile's rules, and small programs repeat few keys)."""
@@ -109,7 +87,7 @@ def check_memory_safety(
     if len(tasks) >= MEMO_MIN_TASKS if memo is None else memo:
         if index is None:
             return _check_memoised(tasks, records, task_columns(tasks))
-        return _check_memoised(tasks, records, index.columns, shapes, plain)
+        return _check_memoised(tasks, records, index.columns, shapes, plain, index.rule_keys)
     return _check_each(tasks, records, shapes, plain)
 
 
@@ -134,23 +112,28 @@ def _check_memoised(
     columns: TaskColumns | None,
     well_formed: bool = False,
     plain: bool = False,
+    keys: list[Hashable | None] | None = None,
 ) -> list[Diagnostic]:
-    """Apply the rules to every task whose rule key (:func:`_rule_keys`) is not that of a clean
+    """Apply the rules to every task whose rule key (:func:`rule_keys`) is not that of a clean
     task before it in its block (:data:`RULE_KEYS_AT_ONCE`). A task that :func:`_context` skips
     reports nothing whatever its key, so the key need not judge it. ``well_formed`` and
-    ``plain`` as for :func:`_check_each`."""
+    ``plain`` as for :func:`_check_each`; ``keys``: the tasks' :func:`rule_keys`, when the caller
+    has them (used when the tasks are one block)."""
     found: list[Diagnostic] = []
     operand = _LazyOperands(records, well_formed).__getitem__
     context = _plain_context if plain else _context
     n = len(tasks)
     for start in range(0, n, RULE_KEYS_AT_ONCE):  # block by block: see RULE_KEYS_AT_ONCE
         if n <= RULE_KEYS_AT_ONCE:
-            block, kinds = tasks, _kinds(records, well_formed)
+            block = tasks
+            if keys is None:
+                keys = rule_keys(columns, 0, n, operand_kinds(records, well_formed))
         else:
             block = tasks[start : start + RULE_KEYS_AT_ONCE]
-            kinds = _kinds(_named(records, columns, start, len(block)), well_formed)
+            kinds = operand_kinds(_named(records, columns, start, len(block)), well_formed)
+            keys = rule_keys(columns, start, len(block), kinds)
         clean: set[Hashable] = set()
-        for task, key in zip(block, _rule_keys(columns, start, len(block), kinds), strict=True):
+        for task, key in zip(block, keys, strict=True):
             if key in clean:
                 continue
             ctx = context(task, operand, found)
@@ -163,16 +146,9 @@ def _check_memoised(
     return found
 
 
-RULE_KEYS_AT_ONCE = 1 << 14
-"""The memo works on blocks of this many tasks, each with its own keys, its own record of clean
-keys and its own kinds of the buffers it names (:func:`_rule_keys` gives equal rules equal keys
-only within a block): a key is a tuple per task, and a million of them, or the kinds of a million
-buffers, at once would be the validator's peak memory."""
-
-
 def _named(records: dict[int, Buffer], columns: TaskColumns | None, start: int, n: int) -> dict[int, Buffer]:
     """The records of the buffers that the ``n`` tasks from position ``start`` on name (all of
-    them when an operand list is not a list of hashables: :func:`_rule_keys` then gives no key)."""
+    them when an operand list is not a list of hashables: :func:`rule_keys` then gives no key)."""
     if columns is None:
         return {}
     try:
@@ -182,47 +158,6 @@ def _named(records: dict[int, Buffer], columns: TaskColumns | None, start: int, 
         return records
     ids &= records.keys()
     return dict(zip(ids, map(records.__getitem__, ids), strict=True))
-
-
-def _rule_keys(
-    columns: TaskColumns | None, start: int, n: int, kinds: dict[int, int]
-) -> list[Hashable | None]:
-    """The rule key (None: no key) of each of the ``n`` tasks from position ``start`` on, a
-    column at a time.
-
-    The key is what the shape rules of a task depend on: the opcode, the params
-    (:func:`~amkspec.proofs.columns.param_key`: exact about values, types and order), each
-    operand's shape and dtype (:func:`_kinds`; inputs then outputs, one column per operand slot,
-    None past the last operand and for an unknown buffer) and, for
-    :attr:`~amkspec.proofs.shapes.registry.OpRules.same_buffer` opcodes, which operands are one
-    buffer; the task's id, label and buffer names appear only in messages. The numbers of inputs
-    and outputs are not in the key but follow from it for the tasks the rules run on: each of
-    their operands has a kind. No key for a task whose params have none, nor for any task when
-    the tasks are not all Task records or an operand list is not a list of hashables.
-    """
-    if columns is None:
-        return [None] * n
-    ops, params, ins, outs = columns.ops, columns.param_keys, columns.inputs, columns.outputs
-    if n < len(ops):  # a block of a long task list
-        ops, params, ins, outs = (column[start : start + n] for column in (ops, params, ins, outs))
-    kind = kinds.get
-    try:
-        in_kinds = [map(kind, slot) for slot in zip_longest(*ins)]
-        out_kinds = [map(kind, slot) for slot in zip_longest(*outs)]
-        keys: list[Hashable | None] = list(zip(ops, params, *in_kinds, *out_kinds, strict=True))
-        if not _SAME_BUFFER.isdisjoint(ops):
-            for pos in compress(count(), map(_SAME_BUFFER.__contains__, ops)):
-                ids = ins[pos] + outs[pos]
-                keys[pos] = (keys[pos], tuple(map(ids.index, ids)))
-    except TypeError:
-        return [None] * n
-    if not columns.all_keyed:
-        for pos in compress(count(), map(is_, params, repeat(None))):
-            keys[pos] = None
-    return keys
-
-
-_SAME_BUFFER = frozenset(op for op, r in OP_RULES.items() if r.same_buffer)
 
 
 def _context(

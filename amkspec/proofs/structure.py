@@ -259,12 +259,20 @@ def buffer_nbytes(buf: Any) -> int | None:
 def total_nbytes(buffers: list[Any], *, well_formed: bool = False) -> int:
     """The sum of :func:`buffer_nbytes` over ``buffers`` (0 for a malformed one). When the caller
     knows every buffer is well formed (:func:`buffer_problem` is None), each distinct
-    ``(dtype, shape)`` is sized once."""
+    ``(dtype, shape)`` is sized once (from :data:`SIZE_EACH_BELOW` buffers on)."""
     if not well_formed:
         return sum(buffer_nbytes(b) or 0 for b in buffers)
+    if len(buffers) < SIZE_EACH_BELOW:  # nbytes_of of each, inline
+        return sum([b.dtype.nbytes(math.prod(b.shape)) for b in buffers])
     dtypes, shapes = [b.dtype for b in buffers], [b.shape for b in buffers]
     size = {key: nbytes_of(*key) for key in dict.fromkeys(zip(dtypes, shapes, strict=True))}
     return sum(map(size.__getitem__, zip(dtypes, shapes, strict=True)))  # no list of a tuple per buffer
+
+
+SIZE_EACH_BELOW = 64
+"""Fewer well-formed buffers than this are sized one by one: the distinct ``(dtype, shape)`` cost
+more to find than they save (toy's 12 weights: 2.4 against 5.1 µs; 1261 on layered 8k: 223
+against 184 µs)."""
 
 
 def _nbytes(buf: Any) -> int:

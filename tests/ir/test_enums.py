@@ -22,6 +22,7 @@ from amkspec.ir import (
     InstructionKind,
     MemSpace,
 )
+from amkspec.ir.enums import INTEGER_DTYPES
 
 
 def test_versions_and_caps() -> None:
@@ -34,6 +35,13 @@ def test_dtype_codes_and_bits() -> None:
     assert [d.name for d in sorted(DType)] == names
     assert [d.value for d in DType] == list(range(10))
     assert [d.bits for d in DType] == [32, 16, 16, 8, 8, 32, 8, 4, 8, 8]
+
+
+def test_dtype_families() -> None:
+    integers = {d.name for d in DType if d.is_integer}
+    assert integers == {"I32", "I8", "I4", "U8"} == {d.name for d in INTEGER_DTYPES}
+    assert {d.name for d in DType if d.is_float} == {"F32", "F16", "BF16", "F8E4M3", "F8E5M2"}
+    assert [d.name for d in DType if not d.is_float and not d.is_integer] == ["BOOL"]
 
 
 @pytest.mark.parametrize(("count", "nbytes"), [(0, 0), (1, 1), (2, 1), (3, 2), (7, 4), (8, 4)])

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from amkspec.ir import WEIGHT_KINDS, Buffer, BufferKind, DType, MegakernelProgram, Wait
 from amkspec.proofs.columns import task_columns
 from amkspec.proofs.index import ProgramIndex, as_list
-from amkspec.proofs.memory import _kinds
+from amkspec.proofs.rule_keys import operand_kinds as _kinds
 from amkspec.proofs.structure import (
+    SIZE_EACH_BELOW,
     _scan_columns,
     _scan_each,
     buffer_nbytes,
@@ -105,6 +106,10 @@ def test_well_formed_buffers_are_recorded_only_when_every_buffer_is(prog: Megake
     direct = sum(buffer_nbytes(b) or 0 for b in weights)
     assert total_nbytes(weights) == direct
     assert total_nbytes(weights, well_formed=ix.buffers_well_formed) == direct
+    if ix.buffers_well_formed and weights:  # past SIZE_EACH_BELOW: each distinct (dtype, shape) once
+        many = weights * (SIZE_EACH_BELOW // len(weights) + 1)
+        assert len(many) >= SIZE_EACH_BELOW
+        assert total_nbytes(many, well_formed=True) == sum(buffer_nbytes(b) or 0 for b in many)
 
 
 @given(valid_programs(max_tasks=10))

@@ -16,6 +16,7 @@ from amkspec.proofs import memory
 from amkspec.proofs.columns import param_key, task_columns
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import check_memory_safety
+from amkspec.proofs.rule_keys import operand_kinds, rule_keys
 from amkspec.proofs.structure import check_structure
 from tests.proofs.test_column_fast_paths import programs
 
@@ -39,11 +40,11 @@ def test_memo_blocks_of_any_size_change_no_finding(prog: MegakernelProgram, size
 def test_a_block_keys_its_own_tasks(prog: MegakernelProgram, size: int) -> None:
     ix = ProgramIndex(prog)
     columns = ix.columns
-    kinds = memory._kinds(ix.buffers) if {*map(type, ix.buffers.values())} <= {memory.Buffer} else {}
-    whole = memory._rule_keys(columns, 0, ix.n, kinds)
+    kinds = operand_kinds(ix.buffers) if {*map(type, ix.buffers.values())} <= {memory.Buffer} else {}
+    whole = rule_keys(columns, 0, ix.n, kinds)
     for start in range(0, ix.n, size):
         n = min(size, ix.n - start)
-        block = memory._rule_keys(columns, start, n, kinds)
+        block = rule_keys(columns, start, n, kinds)
         assert len(block) == n
         # keys are equal exactly where the whole list's are: a block's slots may be fewer
         for i in range(n):

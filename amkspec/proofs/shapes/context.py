@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from amkspec.ir import Buffer, DType, InstructionKind, Task
+from amkspec.ir.enums import INTEGER_DTYPES
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
 from amkspec.proofs.diagnostics import Diagnostic, diag
 
@@ -110,12 +111,8 @@ def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -
 
 
 def is_integer_dtype(dtype: DType | None) -> bool | None:
-    """True/False for a known dtype (:attr:`~amkspec.ir.DType.is_integer`), None when unknown."""
-    return None if dtype is None else dtype in _INTEGER_DTYPES
-
-
-_INTEGER_DTYPES = frozenset(dtype for dtype in DType if dtype.is_integer)
-"""The dtypes whose ``is_integer`` is True, as a set (the property builds a tuple per call)."""
+    """True/False for a known dtype (in ``INTEGER_DTYPES``), None when unknown."""
+    return None if dtype is None else dtype in INTEGER_DTYPES
 
 
 @attrs.define
