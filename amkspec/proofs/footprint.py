@@ -930,7 +930,10 @@ class Memo:
     (:func:`_keyed_task_regions`, FUSED recipes included), which merges no two params that the
     items key keeps apart; a task with two inputs and one output is keyed there by the flat
     ``(opcode, params key, input code, input code, output code)`` (five items: never equal to a
-    four-item key).
+    four-item key). The batch by rule keys (:func:`_rule_keyed_task_regions`) keys by
+    :func:`~amkspec.proofs.rule_keys.rule_keys`, whose ints name operand kinds, not codes: a
+    flat key and a rule key may be equal tuples of different meaning, so one memo serves one
+    batch (a :class:`~amkspec.proofs.index.ProgramIndex` runs its batch once).
     """
 
     def __init__(self) -> None:

@@ -127,8 +127,6 @@ class ProgramIndex:
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
         self._memo = Memo()
-        self.kinds: dict[int, int] = {}
-        """The buffers' :func:`~amkspec.proofs.rule_keys.operand_kinds`, set with :attr:`rule_keys`."""
         self._regions: list[TaskRegions | None] = [None] * n
         self._batched = False
         self._writes: dict[int, list[Region]] = {}
@@ -349,8 +347,13 @@ class ProgramIndex:
         columns = self.columns
         if columns is None or not self.buffers_well_formed or self.n > RULE_KEYS_AT_ONCE:
             return None
-        self.kinds = operand_kinds(self.buffers, True)
         return rule_keys(columns, 0, self.n, self.kinds)
+
+    @cached_property
+    def kinds(self) -> dict[int, int]:
+        """The buffers' :func:`~amkspec.proofs.rule_keys.operand_kinds`, built on first use (by
+        :attr:`rule_keys`, once the structure checks have found every buffer well formed)."""
+        return operand_kinds(self.buffers, self.buffers_well_formed)
 
     def regions(self, pos: int) -> TaskRegions:
         """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
