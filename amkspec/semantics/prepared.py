@@ -30,6 +30,11 @@ _K = InstructionKind
 _F32 = torch.float32
 
 
+def _integer(dtype: torch.dtype) -> bool:
+    """Whether ``dtype`` holds integers (not bool)."""
+    return not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool
+
+
 def _linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
     """GEMV_TILE/GEMM_TILE without bias or quantization (:func:`amkspec.semantics.linear.linear_tile`)."""
     if len(inputs) != 2 or len(outputs) < 1:
@@ -90,6 +95,13 @@ def _rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Ste
     if tuple(out.shape) != tuple(torch.broadcast_shapes(x.shape, w.shape)):
         return None
     rsqrt = torch.rsqrt
+    if out.dtype == _F32 and _apart(out, x, w):
+        mul = torch.mul
+
+        def into_out() -> None:
+            mul(x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps), w, out=out)
+
+        return into_out
 
     def step() -> None:
         r = rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
@@ -112,6 +124,13 @@ def _add(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | 
     if pair is None:
         return None
     a, b, out = pair
+    if out.dtype == _F32 and _apart(out, a, b):
+        add = torch.add
+
+        def into_out() -> None:
+            add(a, b, out=out)
+
+        return into_out
 
     def step() -> None:
         out.copy_(a + b)
@@ -126,6 +145,13 @@ def _silu_mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> St
         return None
     gate, up, out = pair
     silu = F.silu
+    if out.dtype == _F32 and _apart(out, gate, up):
+        mul = torch.mul
+
+        def into_out() -> None:
+            mul(silu(gate), up, out=out)
+
+        return into_out
 
     def step() -> None:
         out.copy_(silu(gate) * up)
@@ -145,6 +171,16 @@ def _embed(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step 
     rows_n, shape, dtype, i64 = table.shape[0], out.shape, out.dtype, torch.int64
     aminmax = torch.aminmax
     reference = movement.embed
+    if n_ids == 1 and _integer(ids_in.dtype) and table.dtype == dtype and _apart(out, table):
+
+        def one_row() -> None:  # one id: the row itself, copied
+            row = int(ids_in)
+            if row < 0 or row >= rows_n:
+                reference(inputs, outputs, params)
+                return
+            out.copy_(table[row].reshape(shape))
+
+        return one_row
 
     def step() -> None:
         ids = ids_in.to(i64).flatten()
@@ -176,6 +212,7 @@ def _rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step |
     x1, x2 = x[..., :half], x[..., half:]
     three = x.dim() == 3
     cos, sin, cat = torch.cos, torch.sin, torch.cat
+    direct = out.dtype == _F32  # the halves are computed before cat writes: nothing to overlap
 
     def step() -> None:
         ang = pos.float()[:, None] * inv_freq
@@ -184,7 +221,10 @@ def _rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step |
             c, s = c[:, None, :], s[:, None, :]
         else:
             c, s = c[0], s[0]
-        out.copy_(cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1))
+        if direct:
+            cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1, out=out)
+        else:
+            out.copy_(cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1))
 
     return step
 

@@ -15,7 +15,8 @@ the same program with the same weights again and again, so a VM keeps a *frame*:
 The frame is built from one ordinary :func:`~amkspec.vm.binding.bind` (so a first launch
 reports every binding error exactly as ``bind`` does) and rebuilt whenever the shared weights
 are not the same objects. The ReferenceVM copies what it returns, so nothing the caller holds
-ever aliases the frame.
+ever aliases the frame; the KV caches it carries to its next launch are the frame's own tensors,
+so :meth:`Frame.load` converts every value before it writes any.
 """
 
 from __future__ import annotations
@@ -113,27 +114,34 @@ class Frame:
         return all(weights.get(key) is value for key, value in self.shared)
 
     def load(self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any]) -> None:
-        """Give every buffer its launch value (see the module doc); BindingError as ``bind`` raises it."""
+        """Give every buffer its launch value (see the module doc); BindingError as ``bind`` raises it,
+        before any tensor of the frame is written (the VM's carried KV caches live in the frame)."""
         check_memory(self.program, self.need)
         missing: dict[str, list[str]] = {"weights": [], "inputs": []}
+        values: list[tuple[Tensor, Tensor | None]] = []  # None: zeroed
         for buf, tensor in self.copied:
             if buf.kind in WEIGHT_KINDS:
                 key = buf.source or buf.name
                 if key not in weights:
                     missing["weights"].append(key)
                     continue
-                tensor.copy_(convert(weights[key], buf, f"weight {key!r}", False))
+                values.append((tensor, convert(weights[key], buf, f"weight {key!r}", False)))
             elif buf.kind is BufferKind.IO_INPUT:
                 if buf.name not in inputs:
                     missing["inputs"].append(buf.name)
                     continue
-                tensor.copy_(convert(inputs[buf.name], buf, f"input {buf.name!r}", False))
+                values.append((tensor, convert(inputs[buf.name], buf, f"input {buf.name!r}", False)))
             elif buf.name in kv:
-                tensor.copy_(convert(kv[buf.name], buf, f"kv {buf.name!r}", False))
+                values.append((tensor, convert(kv[buf.name], buf, f"kv {buf.name!r}", False)))
             else:
-                tensor.zero_()
+                values.append((tensor, None))
         for kind, names in missing.items():
             if names:
                 raise missing_error(kind, names)
+        for tensor, value in values:
+            if value is None:
+                tensor.zero_()
+            else:
+                tensor.copy_(value)  # a carried cache is its own value: torch skips a self-copy
         for storage in self.zeroed:
             storage.zero_()

@@ -38,7 +38,11 @@ class ReferenceVM:
     KV caches by buffer name (numpy arrays or torch tensors; never written), runs
     one launch under ``policy`` and returns ``{buffer name: tensor}`` for every
     IO_OUTPUT and KV_CACHE buffer. Without ``kv`` the caches continue from this VM's
-    previous launch (zeros on the first); ``kv`` replaces them by name. ``last_stats``
+    previous launch (zeros on the first); ``kv`` replaces them by name. The caches carried over
+    are the VM's own tensors, never the copies it returned. A launch that fails while binding
+    leaves them as they were; one that fails while running its tasks has written them part way,
+    so the VM forgets them (as :meth:`reset` does), and the caller still holds the copies the last
+    completed launch returned. ``last_stats``
     describes the last launch. ``_unsafe_skip_validation`` exists only to replay witnesses
     (:func:`amkspec.vm.replay_trace`) and for tests, on programs the validator rightly rejects.
     """
@@ -77,12 +81,14 @@ class ReferenceVM:
         if isinstance(chosen, Replay):
             bound = bind(self.program, weights, inputs, state, self._written)
             bind_s = time.perf_counter() - t0
+            self._kv = {}  # running the tasks: a launch that fails from here on forgets the caches
             with gc_paused():
                 stats = self._replay(bound, chosen)
         else:
             frame = self._load(weights, inputs, state)
             bound = frame.tensors
             bind_s = time.perf_counter() - t0
+            self._kv = {}
             with gc_paused():
                 stats = self._execute(frame.steps, chosen)
         stats.bind_s = bind_s
@@ -92,7 +98,7 @@ class ReferenceVM:
             if buf.kind is BufferKind.IO_OUTPUT:
                 out[buf.name] = bound[buf.id].clone()
             elif buf.kind is BufferKind.KV_CACHE:
-                self._kv[buf.name] = bound[buf.id].clone()
+                self._kv[buf.name] = bound[buf.id]  # the launch's own tensor: carried without a copy
                 out[buf.name] = bound[buf.id].clone()
         return out
 

@@ -150,3 +150,34 @@ def test_a_tile_whose_output_shares_a_storage_with_its_inputs(out_at: int, n_off
     ref_ins, ref_outs = operands()
     OP_SEMANTICS[K.GEMV_TILE](ref_ins, ref_outs, params)
     assert torch.equal(outs[0], ref_outs[0]) and torch.equal(ins[1], ref_ins[1])
+
+
+@pytest.mark.parametrize("op", [K.ADD, K.SILU_MUL, K.RMSNORM, K.EMBED, K.ROPE])
+@pytest.mark.parametrize("out_at", [16, 12, 10, 6, 0])  # apart; over the second (twice); both; the first
+def test_an_output_on_a_page_with_its_inputs(op: K, out_at: int) -> None:
+    """Pages can put an output in the storage of its inputs. Where it is apart from them the step
+    writes its result straight into it; where it overlaps one, it must still give exactly what the
+    reference function gives (or fail as it does)."""
+    params: dict[str, Any] = {"head_dim": 4} if op is K.ROPE else {"hidden": 4}
+
+    def operands() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        arena = torch.randn(24, generator=torch.Generator().manual_seed(out_at))
+        first, second = arena[0:8].view(2, 4), arena[8:16].view(2, 4)
+        out = arena[out_at : out_at + 8].view(2, 4)
+        if op is K.EMBED:
+            return [torch.tensor([1], dtype=torch.int32), second], [out[:1]]
+        if op is K.ROPE:
+            return [first, torch.tensor([3], dtype=torch.int32)], [out]
+        return [first, second[0] if op is K.RMSNORM else second], [out]
+
+    ins, outs = operands()
+    step = prepare(op, ins, outs, params)
+    assert step is not None
+    got = _step(step, outs)
+    ref_ins, ref_outs = operands()
+    try:
+        OP_SEMANTICS[op](ref_ins, ref_outs, params)
+        expected: Any = ref_outs
+    except OpError as exc:
+        expected = str(exc)
+    assert _same(got, expected) and _same(ins, ref_ins)

@@ -13,7 +13,7 @@ from amkspec.ir import ScheduleConfig
 from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import TOY_2L, make_weights
-from amkspec.vm import BindingError, ReferenceVM, Replay
+from amkspec.vm import BindingError, ExecutionError, ReferenceVM, Replay
 from tests.vm.programs import kv_program
 
 CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 32}}, page_allocation="graph_color")
@@ -73,6 +73,32 @@ def test_a_failed_launch_leaves_no_trace(toy: Any) -> None:
     fresh = ReferenceVM(prog)
     fresh.run(weights, step_inputs(2, [1]))
     assert _equal(again, fresh.run(weights, step_inputs(2, [4]), policy=FRESH))
+
+
+def test_a_binding_error_leaves_the_carried_caches_even_with_kv_given(toy: Any) -> None:
+    """The carried caches live in the frame: a launch refused while binding writes none of it,
+    not even the caches it was given."""
+    prog, weights = toy
+    vm = ReferenceVM(prog)
+    first = vm.run(weights, step_inputs(2, [1]))
+    given = {k: torch.full_like(v, 9.0) for k, v in first.items() if k.endswith("cache")}
+    last = [b.name for b in prog.buffers if b.name in given][-1]
+    given[last] = given[last][:1]  # the last cache bound is refused, after the others convert
+    with pytest.raises(BindingError, match=f"kv '{last}': shape"):
+        vm.run(weights, step_inputs(2, [1]), given)
+    fresh = ReferenceVM(prog)
+    fresh.run(weights, step_inputs(2, [1]))
+    assert _equal(vm.run(weights, step_inputs(2, [4])), fresh.run(weights, step_inputs(2, [4]), policy=FRESH))
+
+
+@pytest.mark.parametrize("policy", [None, FRESH])
+def test_a_launch_that_fails_while_running_forgets_the_carried_caches(toy: Any, policy: Any) -> None:
+    prog, weights = toy
+    vm = ReferenceVM(prog)
+    vm.run(weights, step_inputs(2, [1]), policy=policy)
+    with pytest.raises(ExecutionError, match="out of range"):
+        vm.run(weights, step_inputs(2, [10_000]), policy=policy)
+    assert _equal(vm.run(weights, step_inputs(2, [4])), ReferenceVM(prog).run(weights, step_inputs(2, [4])))
 
 
 def test_kv_passed_in_replaces_the_vms_own() -> None:
