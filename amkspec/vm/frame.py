@@ -16,7 +16,7 @@ The frame is built from one ordinary :func:`~amkspec.vm.binding.bind` (so a firs
 reports every binding error exactly as ``bind`` does) and rebuilt whenever the shared weights
 are not the same objects. The ReferenceVM copies what it returns, so nothing the caller holds
 ever aliases the frame; the KV caches it carries to its next launch are the frame's own tensors,
-so :meth:`Frame.load` converts every value before it writes any.
+so :meth:`Frame.load` writes them only once every value has bound.
 """
 
 from __future__ import annotations
@@ -114,31 +114,30 @@ class Frame:
         return all(weights.get(key) is value for key, value in self.shared)
 
     def load(self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any]) -> None:
-        """Give every buffer its launch value (see the module doc); BindingError as ``bind`` raises it,
-        before any tensor of the frame is written (the VM's carried KV caches live in the frame)."""
+        """Give every buffer its launch value (see the module doc); BindingError as ``bind`` raises it.
+        The KV caches are written last, once nothing can fail: they hold what the VM carries over."""
         check_memory(self.program, self.need)
         missing: dict[str, list[str]] = {"weights": [], "inputs": []}
-        values: list[tuple[Tensor, Tensor | None]] = []  # None: zeroed
+        caches: list[tuple[Tensor, Tensor | None]] = []  # each cache and its value (None: zeros)
         for buf, tensor in self.copied:
             if buf.kind in WEIGHT_KINDS:
                 key = buf.source or buf.name
                 if key not in weights:
                     missing["weights"].append(key)
                     continue
-                values.append((tensor, convert(weights[key], buf, f"weight {key!r}", False)))
+                tensor.copy_(convert(weights[key], buf, f"weight {key!r}", False))
             elif buf.kind is BufferKind.IO_INPUT:
                 if buf.name not in inputs:
                     missing["inputs"].append(buf.name)
                     continue
-                values.append((tensor, convert(inputs[buf.name], buf, f"input {buf.name!r}", False)))
-            elif buf.name in kv:
-                values.append((tensor, convert(kv[buf.name], buf, f"kv {buf.name!r}", False)))
+                tensor.copy_(convert(inputs[buf.name], buf, f"input {buf.name!r}", False))
             else:
-                values.append((tensor, None))
+                caches.append((tensor, convert(kv[buf.name], buf, f"kv {buf.name!r}", False)
+                               if buf.name in kv else None))
         for kind, names in missing.items():
             if names:
                 raise missing_error(kind, names)
-        for tensor, value in values:
+        for tensor, value in caches:
             if value is None:
                 tensor.zero_()
             else:
