@@ -11,6 +11,9 @@ Run: ``python3 benchmarks/vm.py [--baseline PATH] [--repeats N] [--steps N] [--s
   (:func:`weights_floor`: about the least any launch of a memory-bound model can take, so
   ``original / that`` bounds the speed-up any VM can show); ``--write-results`` writes this table
   to ``benchmarks/results/vm_vs_original.md``;
+- where amkspec's launch time goes (:func:`split`): the linear tiles, the other opcodes, binding,
+  scheduling and returning the outputs, medians of the same launches, next to the launch time a
+  1.5x speed-up would need (``benchmarks/results/vm_time_split.md``);
 
 - overhead share = ``sched_s / (sched_s + compute_s)`` of one launch (``vm.last_stats``): the time
   the VM spends deciding what to run versus running the opcodes' numerics (target: ≤ 10%); also
@@ -41,7 +44,7 @@ from amkspec.ir import InstructionKind, MegakernelProgram, ScheduleConfig, dumps
 from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import MEDIUM, TOY, TOY_2L, EagerDecoder, ModelConfig, make_weights
-from amkspec.vm import ReferenceVM
+from amkspec.vm import ReferenceVM, RunStats
 
 CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 64}})
 
@@ -111,12 +114,26 @@ def weights_floor(program: MegakernelProgram, weights: Mapping[str, torch.Tensor
     return statistics.median(times)
 
 
-def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline) -> tuple[str, str]:
-    """One row, printed and as Markdown: median CPU seconds per launch of amkspec's and the
-    original's ReferenceVM, the largest output difference, and amkspec's overhead shares."""
+def split(program: MegakernelProgram, stats: RunStats, run_s: float) -> list[float]:
+    """One launch's seconds: the linear tiles, the other opcodes, binding, scheduling, and the rest
+    of ``run()`` (copying out what it returns), as in :data:`SPLIT`."""
+    linear = {t.id for t in program.tasks if t.op in (InstructionKind.GEMV_TILE, InstructionKind.GEMM_TILE)}
+    tiles = sum(s for tid, s in stats.task_s.items() if tid in linear)
+    rest = run_s - stats.bind_s - stats.compute_s - stats.sched_s
+    return [tiles, stats.compute_s - tiles, stats.bind_s, stats.sched_s, max(rest, 0.0)]
+
+
+SPLIT = ("linear tiles", "other opcodes", "binding", "scheduling", "returning outputs")
+
+
+def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline) -> tuple[str, str, str]:
+    """Rows, printed and as Markdown: median CPU seconds per launch of amkspec's and the
+    original's ReferenceVM, the largest output difference, and amkspec's overhead shares; and
+    where amkspec's launch time goes (:func:`split`, medians)."""
     orig_vm = base.reference_vm()
     weights = make_weights(model)
     ours_s, theirs_s, shares, outside, diff = [], [], [], [], 0.0
+    parts: list[list[float]] = []
     kv_ours: dict[str, torch.Tensor] | None = None
     kv_theirs: dict[str, torch.Tensor] = {}
     tok = 1
@@ -136,6 +153,7 @@ def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline)
             assert stats is not None
             shares.append(stats.overhead_share)
             outside.append(1 - stats.compute_s / (stats.sched_s + stats.compute_s + stats.bind_s))
+            parts.append(split(prog, stats, ours_s[-1]))
         diff = max([diff, *(float((out[k].float() - ref[k].float()).abs().max()) for k in out)])
         kv_ours = {k: v for k, v in out.items() if k.endswith("cache")}
         kv_theirs = {k: v for k, v in ref.items() if k.endswith("cache")}
@@ -149,7 +167,9 @@ def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline)
             f"original / that {b / floor:.2f}x")
     row = (f"| {model.name} | {a * 1e3:.3f} | {b * 1e3:.3f} | {b / a:.2f}x | {diff:.3g} | {share:.2%} "
            f"| {rest:.2%} | {floor * 1e3:.3f} | {b / floor:.2f}x |")
-    return line, row
+    spent = [statistics.median(p[i] for p in parts) * 1e3 for i in range(len(SPLIT))]
+    row_split = f"| {model.name} | " + " | ".join(f"{ms:.3f}" for ms in spent) + f" | {b / 1.5 * 1e3:.3f} |"
+    return line, row, row_split
 
 
 def main() -> None:
@@ -170,15 +190,21 @@ def main() -> None:
     rows = ["| model | amkspec ms | original ms | speed-up | max abs diff | sched overhead "
             "| outside the ops | weights read once ms | original / weights read once |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    splits = ["| model | " + " ms | ".join(SPLIT) + " ms | original / 1.5 ms |",
+              "|---|" + "---:|" * (len(SPLIT) + 1)]
     for m in models:
         if base is None:
             print("  original not available")
             continue
-        line, row = launch_compare(m, args.steps, args.repeats, base)
+        line, row, row_split = launch_compare(m, args.steps, args.repeats, base)
         print(line)
         rows.append(row)
+        splits.append(row_split)
+    print("where amkspec's launch time goes (median ms per launch):")
+    print("\n".join(splits))
     if args.write_results and base is not None:
         write_result("vm_vs_original.md", rows)
+        write_result("vm_time_split.md", splits)
     print("scratch bytes (activations): no reuse -> graph_color")
     for m in models:
         none, coloured = scratch(m)
