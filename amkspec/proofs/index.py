@@ -20,7 +20,7 @@ from operator import not_
 from typing import Any, TypeGuard
 
 from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
-from amkspec.proofs.columns import TaskColumns, task_columns
+from amkspec.proofs.columns import TaskColumns, every_exactly, task_columns
 from amkspec.proofs.footprint import (
     EMPTY,
     KEYED_MIN_TASKS,
@@ -56,7 +56,7 @@ def _first_by_id(records: list[Any]) -> dict[int, Any]:
     except AttributeError:  # a record without an id: the loop below skips it
         pass
     else:
-        if {*map(type, ids)} <= {int}:
+        if every_exactly(ids, int):
             out = dict(zip(ids, records, strict=True))
             if len(out) == len(records):
                 return out
@@ -92,7 +92,8 @@ class ProgramIndex:
     :class:`~amkspec.ir.Wait` with an int counter and an int threshold; ``min_threshold`` maps each
     counter to the lowest int threshold waited for on it, and ``lowest_threshold`` is the lowest of
     all (None when there is none); ``buffer_kinds`` is the ``kind`` of every buffer record, in the
-    order of ``buffers``.
+    order of ``buffers``; ``plain_out_counters`` is True exactly when every task's out_counter is
+    an int; ``longest_waits`` is the length of the longest waits field.
     """
 
     def __init__(self, prog: MegakernelProgram) -> None:
@@ -123,6 +124,8 @@ class ProgramIndex:
         self.plain_inputs = self.plain_outputs = False
         self._wait_lists = True  # every waits field is a list
         self._general: list[int] = []  # positions of the tasks whose waits took the general path
+        self._single_waits = False  # some task's waits field is a list of one Wait (int counter, threshold)
+        self.plain_out_counters = False
         self._index_tasks()
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
         self._reach: Reachability | None = None
@@ -150,7 +153,8 @@ class ProgramIndex:
         self.fields = (ins, outs, waits)
         self.inputs, self.readers, self.plain_inputs = _operands(ins, self.buffers)
         self.outputs, self.writers, self.plain_outputs = _operands(outs, self.buffers)
-        if not {*map(type, ocs)} <= {int}:
+        self.plain_out_counters = every_exactly(ocs, int)
+        if not self.plain_out_counters:
             ocs = [oc if type(oc) is int else None for oc in ocs]
         self.out_counter = ocs
         self.producers = _positions(ocs)
@@ -213,7 +217,7 @@ class ProgramIndex:
             else:
                 general.append(pos)
         self.max_threshold, self.min_threshold = highest, lowest
-        self._wait_lists, self._general = lists, general
+        self._wait_lists, self._general, self._single_waits = lists, general, bool(tables)
         joined = self._index_general_waits(general, waits)
         self._link_single_waits(waiters, joined)
         for c, after in joined.items():
@@ -316,6 +320,16 @@ class ProgramIndex:
             if len(table) != len(waits[pos]) or not {type(t) for _, _, t in table} <= {int}:
                 return False
         return self._wait_lists
+
+    @property
+    def longest_waits(self) -> int | None:
+        """The most entries any task's waits field has (0 when none has any), None unless every
+        waits field is a list: the single-wait tasks have one, the others were kept while indexing."""
+        if not self._wait_lists:
+            return None
+        waits = self.fields[2]
+        longest = max(map(len, map(waits.__getitem__, self._general)), default=0)
+        return max(longest, 1) if self._single_waits else longest
 
     @property
     def lowest_threshold(self) -> int | None:

@@ -37,7 +37,7 @@ from amkspec.ir import (
 )
 from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
-from amkspec.proofs.columns import TaskColumns
+from amkspec.proofs.columns import TaskColumns, every_exactly
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, as_list, is_int
 
@@ -139,14 +139,14 @@ def _in_place(records: list[Any]) -> bool:
         ids = [rec.id for rec in records]
     except AttributeError:
         return False
-    return ids == [*range(len(ids))] and {*map(type, ids)} <= {int}  # the type test rules out True
+    return ids == [*range(len(ids))] and every_exactly(ids, int)  # the type test rules out True
 
 
 
 def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Counters start at 0 for every launch (spec §1.5, §2)."""
     counters = as_list(ix.prog.counters)
-    if {*map(type, counters)} <= {Counter} and _all_zero([c.init for c in counters]):
+    if every_exactly(counters, Counter) and _all_zero([c.init for c in counters]):
         return
     for c in counters:
         init = getattr(c, "init", None)
@@ -161,7 +161,7 @@ def check_counter_init(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 def _all_zero(values: list[Any]) -> bool:
     """Every value is the int 0 (no ``False``, no ``0.0``)."""
-    return {*map(type, values)} <= {int} and not any(values)
+    return every_exactly(values, int) and not any(values)
 
 
 # -- buffers ---------------------------------------------------------------------------------
@@ -393,11 +393,12 @@ def _scan_columns(ix: ProgramIndex) -> TaskScan | None:
         return None
     if not (
         columns.plain_ops
-        and {*map(type, columns.params)} <= {dict}
+        and columns.params_dicts
         and _fields_fine(ix, columns)
-        and max(map(len, columns.waits), default=0) <= ABI_MAX_WAITS
+        and (longest := ix.longest_waits) is not None
+        and longest <= ABI_MAX_WAITS
+        and ix.plain_out_counters
         and ix.counters.keys() >= ix.producers.keys()
-        and sum(map(len, ix.producers.values())) == ix.n  # no task lacks an int out_counter
         and _ops_fit(columns)
     ):
         return None
@@ -475,11 +476,11 @@ def _kept_all(ix: ProgramIndex, fields: list[list[Any]], kept: list[list[int]], 
 def _sms_fit(tasks: list[Task], top: int) -> bool:
     """Every task's sm is None or an int in ``[0, top]``."""
     sms: list[Any] = [t.sm for t in tasks]
-    kinds = {*map(type, sms)}
-    if not kinds <= {int}:
-        if kinds == {NoneType}:  # no task assigned (most lowered programs)
-            return True
-        if not kinds <= {int, NoneType}:
+    types = list(map(type, sms))  # counted, not made a set: faster when one type is all
+    if sms and sms[0] is None and types.count(NoneType) == len(sms):
+        return True  # no task assigned (most lowered programs)
+    if types.count(int) != len(sms):
+        if not {*types} <= {int, NoneType}:
             return False
         sms = [sm for sm in sms if sm is not None]
     return not sms or (min(sms) >= 0 and max(sms) <= top)

@@ -1,0 +1,117 @@
+"""Facts the structure scan reads instead of testing every task again (spec §1.4, §3.1, §5.2).
+
+The index records while it indexes whether every out_counter is an int
+(``plain_out_counters``) and how long the longest waits field is (``longest_waits``); the task
+columns record whether every params is exactly a dict (``params_dicts``, read off the distinct
+params keys); ``every_exactly`` counts types instead of collecting them; the sm test counts the
+likely type first. Each equals its plain definition on random, repeated and broken programs.
+"""
+
+from __future__ import annotations
+
+import collections
+from enum import IntEnum
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from amkspec.ir import MegakernelProgram, Task, Wait
+from amkspec.proofs.columns import every_exactly, task_columns
+from amkspec.proofs.index import ProgramIndex
+from amkspec.proofs.structure import _in_place, _sms_fit
+from tests.proofs.test_column_fast_paths import programs
+
+
+class _Flag(IntEnum):
+    ONE = 1
+
+
+class _Params(dict[str, Any]):
+    pass
+
+
+_VALUES = [0, 1, 7, -1, 2**31, True, False, 1.0, None, _Flag.ONE, "1", (1,)]
+_ODD_PARAMS: list[Any] = [
+    [], (), None, {}, collections.OrderedDict(K=64), _Params(K=64), {"K": [1]}, {"K": {1}}, "K",
+]
+_ODD_SMS = [None, 0, 1, -1, 131, 132, True, 1.0, 2**31, "0"]
+_ODD_OUT_COUNTERS = [None, True, 1.0, _Flag.ONE, "0", 0, 999]
+_ODD_WAITS: list[Any] = [None, (), [], [Wait(0, 1)], [Wait(0, 1)] * 3, [Wait(0, True)], [None], "w"]
+
+
+@st.composite
+def _broken(draw: st.DrawFn) -> MegakernelProgram:
+    """A program of :data:`programs` with some tasks' params, sms, out_counters or waits replaced
+    by odd values."""
+    prog = draw(programs)
+    tasks = prog.tasks if isinstance(prog.tasks, list) else []
+    records = [t for t in tasks if isinstance(t, Task)]
+    if records:
+        if draw(st.booleans()):  # every task placed (as in a scheduled program), or none
+            placed = draw(st.booleans())
+            for pos, task in enumerate(records):
+                task.sm = pos % 132 if placed else None
+        for _ in range(draw(st.integers(0, 3))):
+            task = draw(st.sampled_from(records))
+            field, odd = draw(st.sampled_from([
+                ("params", _ODD_PARAMS), ("sm", _ODD_SMS), ("out_counter", _ODD_OUT_COUNTERS),
+                ("waits", _ODD_WAITS),
+            ]))
+            setattr(task, field, draw(st.sampled_from(odd)))
+    return prog
+
+
+@given(st.lists(st.sampled_from(_VALUES), max_size=12), st.sampled_from([int, bool, type(None), _Flag]))
+def test_every_exactly_is_a_set_of_the_types_within_one_type(values: list[Any], kind: type) -> None:
+    assert every_exactly(values, kind) is ({*map(type, values)} <= {kind})
+
+
+@given(_broken())
+def test_the_index_facts_equal_their_definitions(prog: MegakernelProgram) -> None:
+    ix = ProgramIndex(prog)
+    tasks = ix.tasks
+    ocs = [getattr(t, "out_counter", None) for t in tasks]
+    assert ix.plain_out_counters is all(type(oc) is int for oc in ocs)
+    waits = [getattr(t, "waits", None) for t in tasks]
+    if all(type(w) is list for w in waits):
+        assert ix.longest_waits == max(map(len, waits), default=0)
+    else:
+        assert ix.longest_waits is None
+
+
+@given(_broken())
+def test_params_dicts_is_every_params_exactly_a_dict(prog: MegakernelProgram) -> None:
+    columns = task_columns(prog.tasks if isinstance(prog.tasks, list) else [])
+    if columns is None:
+        return
+    dicts = all(type(p) is dict for p in columns.params)
+    assert columns.params_dicts is (columns.all_keyed and dicts)
+
+
+@given(_broken(), st.sampled_from([0, 1, 131, 2**31 - 1]))
+def test_the_sm_and_id_tests_equal_their_definitions(prog: MegakernelProgram, top: int) -> None:
+    tasks = [t for t in prog.tasks if isinstance(t, Task)] if isinstance(prog.tasks, list) else []
+    fit = all(t.sm is None or (type(t.sm) is int and 0 <= t.sm <= top) for t in tasks)
+    assert _sms_fit(tasks, top) is fit
+    records: list[Any] = prog.tasks if isinstance(prog.tasks, list) else []
+    in_place = all(type(getattr(r, "id", None)) is int and r.id == pos for pos, r in enumerate(records))
+    assert _in_place(records) is (in_place and all(hasattr(r, "id") for r in records))
+
+
+def test_one_odd_sm_or_params_record_clears_the_fact() -> None:
+    tasks = [Task(id=i, op=0, inputs=[], outputs=[], out_counter=0, params={}, sm=i) for i in range(5)]  # type: ignore[arg-type]
+    assert _sms_fit(tasks, 4) and not _sms_fit(tasks, 3)
+    for odd in (True, 1.0, -1, "0"):
+        tasks[2].sm = odd
+        assert not _sms_fit(tasks, 4)
+    tasks[2].sm = None
+    assert _sms_fit(tasks, 4)
+    tasks[0].sm, tasks[2].sm = None, 5  # the first one unassigned, another out of range
+    assert not _sms_fit(tasks, 4)
+    for params in _ODD_PARAMS:
+        if type(params) is dict:
+            continue
+        tasks[3].params = params
+        columns = task_columns(tasks)
+        assert columns is not None and not columns.params_dicts
