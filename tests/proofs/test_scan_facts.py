@@ -10,16 +10,18 @@ likely type first. Each equals its plain definition on random, repeated and brok
 from __future__ import annotations
 
 import collections
+import copy
 from enum import IntEnum
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amkspec.ir import MegakernelProgram, Task, Wait
 from amkspec.proofs.columns import every_exactly, task_columns
 from amkspec.proofs.index import ProgramIndex
-from amkspec.proofs.structure import _in_place, _sms_fit
+from amkspec.proofs.structure import _in_place, _scan_each, _sms_fit, check_task
+from amkspec.strategies import valid_programs
 from tests.proofs.test_column_fast_paths import programs
 
 
@@ -37,7 +39,12 @@ _ODD_PARAMS: list[Any] = [
 ]
 _ODD_SMS = [None, 0, 1, -1, 131, 132, True, 1.0, 2**31, "0"]
 _ODD_OUT_COUNTERS = [None, True, 1.0, _Flag.ONE, "0", 0, 999]
-_ODD_WAITS: list[Any] = [None, (), [], [Wait(0, 1)], [Wait(0, 1)] * 3, [Wait(0, True)], [None], "w"]
+_ODD_WAITS: list[Any] = [
+    None, (), [], [Wait(0, 1)], [Wait(0, 1)] * 3, [Wait(0, 1)] * 9, [Wait(0, True)], [None], "w",
+    [Wait(0, 0)], [Wait(0, -1)], [Wait(0, 2**31)], [Wait(999, 1)], [Wait(0, 1), Wait(999, 2)],
+]
+_ODD_REFS: list[Any] = [[], [0], [0, 0], [999], [True], (0,), None, [0, 999]]
+_ODD_PARAM_VALUES = [2**31, -(2**31) - 1, 2**31 - 1, 1e39, True, 1.0, "x"]
 
 
 @st.composite
@@ -56,9 +63,13 @@ def _broken(draw: st.DrawFn) -> MegakernelProgram:
             task = draw(st.sampled_from(records))
             field, odd = draw(st.sampled_from([
                 ("params", _ODD_PARAMS), ("sm", _ODD_SMS), ("out_counter", _ODD_OUT_COUNTERS),
-                ("waits", _ODD_WAITS),
+                ("waits", _ODD_WAITS), ("inputs", _ODD_REFS), ("outputs", _ODD_REFS),
+                ("param", _ODD_PARAM_VALUES),
             ]))
-            setattr(task, field, draw(st.sampled_from(odd)))
+            if field != "param":
+                setattr(task, field, copy.copy(draw(st.sampled_from(odd))))
+            elif isinstance(task.params, dict) and task.params:
+                task.params[draw(st.sampled_from(sorted(map(str, task.params))))] = draw(st.sampled_from(odd))
     return prog
 
 
@@ -97,6 +108,57 @@ def test_the_sm_and_id_tests_equal_their_definitions(prog: MegakernelProgram, to
     records: list[Any] = prog.tasks if isinstance(prog.tasks, list) else []
     in_place = all(type(getattr(r, "id", None)) is int and r.id == pos for pos, r in enumerate(records))
     assert _in_place(records) is (in_place and all(hasattr(r, "id") for r in records))
+
+
+def _without_facts(prog: MegakernelProgram) -> ProgramIndex:
+    """The program's index with every program-wide fact the task scan reads cleared: each task is
+    then tested on its own."""
+    ix = ProgramIndex(prog)
+    ix.plain_inputs = ix.plain_outputs = ix.plain_out_counters = False
+    ix._wait_lists = False  # no longest_waits
+    ix.__dict__["plain_waits"] = False
+    return ix
+
+
+_FAULTS = [
+    (field, value)
+    for field, values in (
+        ("sm", _ODD_SMS), ("out_counter", _ODD_OUT_COUNTERS), ("waits", _ODD_WAITS), ("inputs", _ODD_REFS),
+        ("outputs", _ODD_REFS), ("param", _ODD_PARAM_VALUES),
+    )
+    for value in values
+]
+
+
+def _scans_agree(prog: MegakernelProgram) -> None:
+    ix = ProgramIndex(prog)
+    scan = _scan_each(ix)
+    assert scan == _scan_each(_without_facts(prog))
+    for pos in set(range(ix.n)) - set(scan.unclean):
+        assert list(check_task(ix, pos)) == []
+
+
+@given(valid_programs(), st.data())
+def test_every_single_fault_is_seen_by_the_task_scan_as_without_facts(
+    prog: MegakernelProgram, data: st.DataObject
+) -> None:
+    if not prog.tasks:
+        return
+    pos = data.draw(st.integers(0, len(prog.tasks) - 1))
+    for field, value in _FAULTS:
+        broken = copy.deepcopy(prog)
+        task = broken.tasks[pos]
+        if field != "param":
+            setattr(task, field, copy.copy(value))
+        elif task.params:
+            task.params[sorted(task.params)[0]] = value
+        _scans_agree(broken)
+
+
+@settings(max_examples=100)
+@given(st.one_of(_broken(), programs))
+def test_the_task_scan_reading_program_facts_answers_as_without_them(prog: MegakernelProgram) -> None:
+    _scans_agree(prog)
 
 
 def test_one_odd_sm_or_params_record_clears_the_fact() -> None:
