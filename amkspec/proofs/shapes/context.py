@@ -26,21 +26,37 @@ class Operand:
 
     ``rank``, ``numel`` and ``rows`` (the number of rows when viewed as ``[-1, shape[-1]]``, 1 for
     rank 0 or 1) are computed once: an operand is built once per buffer and read by many tasks.
-    Operands compare by identity.
+    The name of a buffer's operand (:func:`buffer_operand`) is written on first use (only messages
+    read it). Operands compare by identity.
     """
 
-    __slots__ = ("buffer", "dtype", "name", "numel", "rank", "rows", "shape")
+    __slots__ = ("_name", "_record", "buffer", "dtype", "numel", "rank", "rows", "shape")
 
     def __init__(
-        self, name: str, shape: tuple[int, ...], dtype: DType | None, buffer: int | None = None
+        self,
+        name: str | None,
+        shape: tuple[int, ...],
+        dtype: DType | None,
+        buffer: int | None = None,
+        record: Buffer | None = None,
     ) -> None:
-        self.name = name
+        self._name = name
+        self._record = record
         self.shape = shape
         self.dtype = dtype
         self.buffer = buffer
         self.rank = len(shape)
         self.numel = math.prod(shape)
         self.rows = math.prod(shape[:-1])
+
+    @property
+    def name(self) -> str:
+        """``"buffer {id}:{name}"`` for a buffer's operand (``?`` for a name that is not a str)."""
+        name = self._name
+        if name is None:
+            buf_id, label = getattr(self._record, "id", None), getattr(self._record, "name", None)
+            name = self._name = f"buffer {buf_id}:{label if isinstance(label, str) else '?'}"
+        return name
 
     def __repr__(self) -> str:
         return f"Operand({self.name!r}, {self.shape!r}, {self.dtype!r})"
@@ -91,13 +107,8 @@ def buffer_operand(buf: Buffer, well_formed: bool = False) -> Operand | None:
         if kind is None:
             return None
         shape, dtype = kind
-    buf_id, label = buf.id, buf.name
-    return Operand(
-        f"buffer {buf_id}:{label if isinstance(label, str) else '?'}",
-        shape,
-        dtype,
-        buf_id if type(buf_id) is int else None,
-    )
+    buf_id = buf.id
+    return Operand(None, shape, dtype, buf_id if type(buf_id) is int else None, buf)
 
 
 def int_param(params: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
