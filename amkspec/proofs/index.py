@@ -125,6 +125,7 @@ class ProgramIndex:
         self._wait_lists = True  # every waits field is a list
         self._general: list[int] = []  # positions of the tasks whose waits took the general path
         self._single_waits = False  # some task's waits field is a list of one Wait (int counter, threshold)
+        self.plain_waits = False
         self.plain_out_counters = False
         self._index_tasks()
         self.topo: list[int] | None = list(range(n)) if self.forward else kahn(n, self.preds, self.succs)
@@ -239,6 +240,7 @@ class ProgramIndex:
         waits_of, counters_of, preds_of = self.waits, self.wait_counters, self.preds
         highest_of, lowest_of = highest.get, lowest.get
         n_edges, forward = 0, True
+        plain = True  # every entry is a Wait with an int counter and an int threshold
         for pos in general:
             table: list[tuple[int, int, Any]] = []  # (index, counter, threshold) of its Wait records
             counters: list[int] = []  # whose counter is an int
@@ -246,10 +248,11 @@ class ProgramIndex:
             waits_own = False
             for i, w in enumerate(waits[pos]):
                 if type(w) is not Wait or type(c := w.counter) is not int:
+                    plain = False
                     continue
                 table.append((i, c, t := w.threshold))
                 if type(t) is not int:
-                    t = 0
+                    t, plain = 0, False
                 elif (low := lowest_of(c)) is None or t < low:
                     lowest[c] = t
                 if (h := highest_of(c)) is None or t > h:
@@ -278,6 +281,7 @@ class ProgramIndex:
                 preds_of[pos] = preds
         self.n_edges += n_edges
         self.forward = self.forward and forward
+        self.plain_waits = self._wait_lists and plain
         return joined
 
     def _link_single_waits(self, waiters: dict[int, list[int]], joined: dict[int, list[int]]) -> None:
@@ -309,17 +313,6 @@ class ProgramIndex:
                 succs[p] = after
         self.n_edges += n_edges
         self.forward = self.forward and forward
-
-    @cached_property
-    def plain_waits(self) -> bool:
-        """Every task's waits field is a list whose every entry is exactly a Wait with an int counter
-        and an int threshold: the single-wait tasks were tested while indexing, the others here."""
-        waits, tables = self.fields[2], self.waits
-        for pos in self._general:
-            table = tables[pos]
-            if len(table) != len(waits[pos]) or not {type(t) for _, _, t in table} <= {int}:
-                return False
-        return self._wait_lists
 
     @property
     def longest_waits(self) -> int | None:

@@ -41,6 +41,7 @@ _ODD_SMS = [None, 0, 1, -1, 131, 132, True, 1.0, 2**31, "0"]
 _ODD_OUT_COUNTERS = [None, True, 1.0, _Flag.ONE, "0", 0, 999]
 _ODD_WAITS: list[Any] = [
     None, (), [], [Wait(0, 1)], [Wait(0, 1)] * 3, [Wait(0, 1)] * 9, [Wait(0, True)], [None], "w",
+    [Wait(0, 1), Wait(1, 1.0)], [Wait(0, 1), Wait(True, 1)], [Wait(0, 1), None],
     [Wait(0, 0)], [Wait(0, -1)], [Wait(0, 2**31)], [Wait(999, 1)], [Wait(0, 1), Wait(999, 2)],
 ]
 _ODD_REFS: list[Any] = [[], [0], [0, 0], [999], [True], (0,), None, [0, 999]]
@@ -85,6 +86,8 @@ def test_the_index_facts_equal_their_definitions(prog: MegakernelProgram) -> Non
     ocs = [getattr(t, "out_counter", None) for t in tasks]
     assert ix.plain_out_counters is all(type(oc) is int for oc in ocs)
     waits = [getattr(t, "waits", None) for t in tasks]
+    plain = all(type(ws) is list and all(_plain_wait(w) for w in ws) for ws in waits)
+    assert ix.plain_waits is plain
     if all(type(w) is list for w in waits):
         assert ix.longest_waits == max(map(len, waits), default=0)
     else:
@@ -110,13 +113,17 @@ def test_the_sm_and_id_tests_equal_their_definitions(prog: MegakernelProgram, to
     assert _in_place(records) is (in_place and all(hasattr(r, "id") for r in records))
 
 
+def _plain_wait(w: Any) -> bool:
+    return type(w) is Wait and type(w.counter) is int and type(w.threshold) is int
+
+
 def _without_facts(prog: MegakernelProgram) -> ProgramIndex:
     """The program's index with every program-wide fact the task scan reads cleared: each task is
     then tested on its own."""
     ix = ProgramIndex(prog)
     ix.plain_inputs = ix.plain_outputs = ix.plain_out_counters = False
     ix._wait_lists = False  # no longest_waits
-    ix.__dict__["plain_waits"] = False
+    ix.plain_waits = False
     return ix
 
 
