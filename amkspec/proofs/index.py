@@ -45,8 +45,9 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else []
 
 
-def _first_by_id(records: list[Any]) -> dict[int, Any]:
-    """``{id: record}`` over the records whose id is an int, the first occurrence of an id winning.
+def _first_by_id(records: list[Any]) -> tuple[dict[int, Any], bool]:
+    """``{id: record}`` over the records whose id is an int, the first occurrence of an id winning,
+    and whether every record's id is the int equal to its position (0, 1, 2, ...).
 
     When every record has an id, every id is an int and no two are equal (a well-formed program),
     the map is built in one step: no later record can then lose to an earlier one.
@@ -59,13 +60,13 @@ def _first_by_id(records: list[Any]) -> dict[int, Any]:
         if every_exactly(ids, int):
             out = dict(zip(ids, records, strict=True))
             if len(out) == len(records):
-                return out
+                return out, ids == [*range(len(ids))]
     out = {}
     for rec in records:
         rid = getattr(rec, "id", None)
         if is_int(rid) and rid not in out:
             out[rid] = rec
-    return out
+    return out, False  # some record lacks an id, has one that is not an int, or shares one
 
 
 class ProgramIndex:
@@ -92,15 +93,19 @@ class ProgramIndex:
     :class:`~amkspec.ir.Wait` with an int counter and an int threshold; ``min_threshold`` maps each
     counter to the lowest int threshold waited for on it, and ``lowest_threshold`` is the lowest of
     all (None when there is none); ``buffer_kinds`` is the ``kind`` of every buffer record, in the
-    order of ``buffers``; ``plain_out_counters`` is True exactly when every task's out_counter is
-    an int; ``longest_waits`` is the length of the longest waits field.
+    order of ``buffers``; ``buffers_in_place`` (``counters_in_place``) is True exactly when every
+    buffer (counter) record's id is the int equal to its list position; ``plain_out_counters`` is
+    True exactly when every task's out_counter is an int; ``longest_waits`` is the length of the
+    longest waits field.
     """
 
     def __init__(self, prog: MegakernelProgram) -> None:
         self.prog = prog
         self.tasks: list[Task] = list(prog.tasks) if isinstance(prog.tasks, list) else []
-        self.buffers: dict[int, Buffer] = _first_by_id(as_list(prog.buffers))
-        self.counters: dict[int, Counter] = _first_by_id(as_list(prog.counters))
+        self.buffers: dict[int, Buffer]
+        self.counters: dict[int, Counter]
+        self.buffers, self.buffers_in_place = _first_by_id(as_list(prog.buffers))
+        self.counters, self.counters_in_place = _first_by_id(as_list(prog.counters))
         n = len(self.tasks)
         self.n = n
         self.inputs: list[list[int]] = []

@@ -99,8 +99,9 @@ def _check_each(
     found: list[Diagnostic] = []
     operands = {bid: buffer_operand(buf, well_formed) for bid, buf in records.items()}
     context = _plain_context if plain else _context
+    operand = operands.get
     for task in tasks:
-        ctx = context(task, operands.get, found)
+        ctx = context(task, operand, found)
         if ctx is not None:
             check_op(ctx)
     return found

@@ -101,14 +101,15 @@ def check_structure(ix: ProgramIndex) -> list[Diagnostic]:
 
 def check_ids(ix: ProgramIndex, *, tasks_in_place: bool = False) -> Iterator[Diagnostic]:
     """Ids are ints, unique, and equal to list positions: the ABI tables are indexed by id (spec §8).
-    ``tasks_in_place``: the caller knows every task's id is its position (:func:`scan_tasks`)."""
+    ``tasks_in_place``: the caller knows every task's id is its position (:func:`scan_tasks`); the
+    index knows it of the buffers and counters."""
     prog = ix.prog
-    for what, records, key in (
-        ("buffer", as_list(prog.buffers), "buffers"),
-        ("counter", as_list(prog.counters), "counters"),
-        ("task", [] if tasks_in_place else ix.tasks, "tasks"),
+    for what, records, key, in_place in (
+        ("buffer", as_list(prog.buffers), "buffers", ix.buffers_in_place),
+        ("counter", as_list(prog.counters), "counters", ix.counters_in_place),
+        ("task", ix.tasks, "tasks", tasks_in_place or _in_place(ix.tasks)),
     ):
-        if _in_place(records):
+        if in_place:
             continue
         first: dict[int, int] = {}
         for pos, rec in enumerate(records):

@@ -17,10 +17,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amkspec.ir import MegakernelProgram, Task, Wait
+from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task, Wait
 from amkspec.proofs.columns import every_exactly, task_columns
 from amkspec.proofs.index import ProgramIndex
-from amkspec.proofs.structure import _in_place, _scan_each, _sms_fit, check_task
+from amkspec.proofs.structure import _in_place, _scan_each, _sms_fit, check_ids, check_task
 from amkspec.strategies import valid_programs
 from tests.proofs.test_column_fast_paths import programs
 
@@ -38,6 +38,7 @@ _ODD_PARAMS: list[Any] = [
     [], (), None, {}, collections.OrderedDict(K=64), _Params(K=64), {"K": [1]}, {"K": {1}}, "K",
 ]
 _ODD_SMS = [None, 0, 1, -1, 131, 132, True, 1.0, 2**31, "0"]
+_ODD_IDS: list[Any] = [True, 1.0, -1, 999, None, "0", _Flag.ONE, 0]
 _ODD_OUT_COUNTERS = [None, True, 1.0, _Flag.ONE, "0", 0, 999]
 _ODD_WAITS: list[Any] = [
     None, (), [], [Wait(0, 1)], [Wait(0, 1)] * 3, [Wait(0, 1)] * 9, [Wait(0, True)], [None], "w",
@@ -56,6 +57,13 @@ def _broken(draw: st.DrawFn) -> MegakernelProgram:
     tasks = prog.tasks if isinstance(prog.tasks, list) else []
     records = [t for t in tasks if isinstance(t, Task)]
     if records:
+        for others in (prog.buffers, prog.counters):  # an odd id, or a record moved to the end
+            if isinstance(others, list) and others and draw(st.integers(0, 3)) == 0:
+                at = draw(st.integers(0, len(others) - 1))
+                if draw(st.booleans()):
+                    object.__setattr__(others[at], "id", draw(st.sampled_from(_ODD_IDS)))
+                else:
+                    others.append(others.pop(at))
         if draw(st.booleans()):  # every task placed (as in a scheduled program), or none
             placed = draw(st.booleans())
             for pos, task in enumerate(records):
@@ -83,6 +91,10 @@ def test_every_exactly_is_a_set_of_the_types_within_one_type(values: list[Any], 
 def test_the_index_facts_equal_their_definitions(prog: MegakernelProgram) -> None:
     ix = ProgramIndex(prog)
     tasks = ix.tasks
+    for records, in_place in ((prog.buffers, ix.buffers_in_place), (prog.counters, ix.counters_in_place)):
+        records = records if isinstance(records, list) else []
+        ids = [getattr(r, "id", None) for r in records]
+        assert in_place is all(type(rid) is int and rid == i for i, rid in enumerate(ids))
     ocs = [getattr(t, "out_counter", None) for t in tasks]
     assert ix.plain_out_counters is all(type(oc) is int for oc in ocs)
     waits = [getattr(t, "waits", None) for t in tasks]
@@ -166,6 +178,38 @@ def test_every_single_fault_is_seen_by_the_task_scan_as_without_facts(
 @given(st.one_of(_broken(), programs))
 def test_the_task_scan_reading_program_facts_answers_as_without_them(prog: MegakernelProgram) -> None:
     _scans_agree(prog)
+
+
+def _rows(found: Any) -> list[tuple[Any, ...]]:
+    return [(d.code, d.message, d.buffers, d.counters, d.tasks) for d in found]
+
+
+@settings(max_examples=100)
+@given(_broken())
+def test_check_ids_reading_the_index_facts_reports_as_without_them(prog: MegakernelProgram) -> None:
+    plain = ProgramIndex(prog)
+    plain.buffers_in_place = plain.counters_in_place = False  # every record looked at
+    assert _rows(check_ids(ProgramIndex(prog))) == _rows(check_ids(plain))
+
+
+def test_an_odd_buffer_or_counter_id_clears_its_fact() -> None:
+    prog = _one_task()
+    for field in ("buffers", "counters"):
+        for odd in _ODD_IDS[:-1]:
+            broken = copy.deepcopy(prog)
+            object.__setattr__(getattr(broken, field)[0], "id", odd)
+            ix = ProgramIndex(broken)
+            assert not getattr(ix, f"{field}_in_place") and list(check_ids(ix))
+    ix = ProgramIndex(prog)
+    assert ix.buffers_in_place and ix.counters_in_place and not list(check_ids(ix))
+
+
+def _one_task() -> MegakernelProgram:
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    b.add_task(InstructionKind.COPY, [x], [y])
+    return b.build()
 
 
 def test_one_odd_sm_or_params_record_clears_the_fact() -> None:
