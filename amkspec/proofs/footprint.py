@@ -1194,21 +1194,36 @@ def _rule_keyed_task_regions(
     Equal rule keys mean equal opcodes, exact params and operands of equal shapes and dtypes
     (:func:`~amkspec.proofs.rule_keys.rule_keys`), hence equal :func:`op_footprint` (a rule key
     is never equal to :func:`task_regions`' own keys, whose second item is a tuple, not bytes).
-    A key is used only where the checked lists are the task's own (every id known, none
-    repeated: every operand then has a kind, so the key fixes the operand counts); any other
-    task, one without a key, and a miss whose params are not a dict or with an unusable operand
-    take :func:`task_regions`; an entry is None where that raised.
+    A key is used only where every operand of the task's own lists is a known buffer with a
+    usable operand (every operand then has a kind, so the key fixes the operand counts): the
+    checked lists are the task's own (every id known, none repeated), or its own lists are
+    :func:`_own_operands` with a code for each (e.g. SILU_MUL's ``[gate, gate]``: the rules read
+    operands, not which ones are one buffer); any other task, one without a key, and a miss whose
+    params are not a dict take :func:`task_regions`; an entry is None where that raised.
     """
     get = memo.ops.get
     found: list[TaskRegions | None] = []
     add = found.append
     for ins, outs, own_ins, own_outs, op, key, params, task in rows:
         try:
-            if key is not None and ins is own_ins and outs is own_outs:
+            if key is not None:
+                codes_in = codes_out = None  # of the task's own lists, when known here
+                if ins is not own_ins:
+                    ins, codes_in = _own_operands(own_ins, code, buffers, memo)
+                    if codes_in is None or None in codes_in:
+                        add(task_regions(task, buffers, memo))
+                        continue
+                if outs is not own_outs:
+                    outs, codes_out = _own_operands(own_outs, code, buffers, memo)
+                    if codes_out is None or None in codes_out:
+                        add(task_regions(task, buffers, memo))
+                        continue
                 cached = get(key)
                 if cached is None and type(params) is dict:
-                    codes_in = tuple([code[b] for b in ins])
-                    codes_out = tuple([code[b] for b in outs])
+                    if codes_in is None:
+                        codes_in = tuple([code[b] for b in ins])
+                    if codes_out is None:
+                        codes_out = tuple([code[b] for b in outs])
                     if None not in codes_in and None not in codes_out:
                         cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
                 if cached is not None:
