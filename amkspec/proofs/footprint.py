@@ -1207,23 +1207,17 @@ def _rule_keyed_task_regions(
     for ins, outs, own_ins, own_outs, op, key, params, task in rows:
         try:
             if key is not None:
-                codes_in = codes_out = None  # of the task's own lists, when known here
-                if ins is not own_ins:
+                codes_in = codes_out = None  # of the task's own lists, when they are not the checked ones
+                if ins is not own_ins or outs is not own_outs:
                     ins, codes_in = _own_operands(own_ins, code, buffers, memo)
-                    if codes_in is None or None in codes_in:
-                        add(task_regions(task, buffers, memo))
-                        continue
-                if outs is not own_outs:
                     outs, codes_out = _own_operands(own_outs, code, buffers, memo)
-                    if codes_out is None or None in codes_out:
+                    if codes_in is None or codes_out is None or None in codes_in or None in codes_out:
                         add(task_regions(task, buffers, memo))
                         continue
                 cached = get(key)
                 if cached is None and type(params) is dict:
-                    if codes_in is None:
-                        codes_in = tuple([code[b] for b in ins])
-                    if codes_out is None:
-                        codes_out = tuple([code[b] for b in outs])
+                    if codes_in is None or codes_out is None:
+                        codes_in, codes_out = tuple([code[b] for b in ins]), tuple([code[b] for b in outs])
                     if None not in codes_in and None not in codes_out:
                         cached = _op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
                 if cached is not None:
