@@ -35,6 +35,7 @@ from amkspec.ir import (
     Task,
 )
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
+from amkspec.ir.snapshot import snapshot
 from amkspec.semantics import storage_shape, torch_dtype
 from amkspec.semantics.fused import check_recipe
 from amkspec.semantics.registry import OpError
@@ -120,8 +121,11 @@ def refuse_rejected(program: MegakernelProgram, validation: Any = None) -> Any:
 class Packer:
     """Everything about a program's image that does not depend on the bound tensors.
 
-    Build once per program (it validates, unless given the ``validation`` result the caller
-    already has), then :meth:`image` per launch.
+    Build once per program, then :meth:`image` per launch. The packer validates a snapshot of
+    ``program`` (:func:`amkspec.ir.snapshot.snapshot`) and packs only that, so a change the caller
+    makes afterwards never reaches an image unvalidated (spec §2.4). A caller that passes
+    ``validation`` has validated ``program`` itself and owns it unchanged (as
+    :class:`~vm_cuda.vm.MegakernelVM` does with its own snapshot); then it is packed as given.
     """
 
     def __init__(
@@ -134,6 +138,8 @@ class Packer:
         validation: Any = None,
         _unsafe_skip_validation: bool = False,
     ) -> None:
+        if validation is None:
+            program = snapshot(program)
         if not _unsafe_skip_validation:
             refuse_rejected(program, validation)
         self.program = program

@@ -16,6 +16,7 @@ import torch
 
 from amkspec.ir import BufferKind, MegakernelProgram
 from amkspec.ir.graph import writers_by_buffer
+from amkspec.ir.snapshot import snapshot
 from amkspec.vm.binding import bind
 from vm_cuda.pack import Image, Packer, refuse_rejected
 from vm_cuda.status import KernelFault, KernelTimeout, RunStatus, decode
@@ -56,6 +57,8 @@ class MegakernelVM:
     ``last_status`` is the last launch's :class:`RunStatus`; ``run`` raises
     :class:`KernelTimeout` / :class:`KernelFault` when it is not OK. ``_unsafe_skip_validation``
     is test-only: it lets a program the validator rejects reach the kernel (to force a deadlock).
+    As the ReferenceVM does, it validates and runs its own snapshot of ``program``
+    (``self.program``; read it, never change it): a later change to ``program`` never runs.
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class MegakernelVM:
         variant: str = "release",
         _unsafe_skip_validation: bool = False,
     ) -> None:
+        program = snapshot(program)  # spec §2.4: what runs is exactly what was validated
         self.program = program
         self.backend = backend
         self.timeout_s = timeout_s

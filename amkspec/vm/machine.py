@@ -17,6 +17,7 @@ import torch
 from amkspec.ir import BufferKind, MegakernelProgram
 from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.graph import writers_by_buffer
+from amkspec.ir.snapshot import snapshot
 from amkspec.semantics import OP_SEMANTICS, OpError
 from amkspec.vm.binding import bind, task_operands
 from amkspec.vm.errors import BindingError, ExecutionError, RefusedProgram
@@ -33,6 +34,11 @@ _OP_FAILURES = (OpError, RuntimeError, LookupError, ValueError, TypeError, Arith
 
 class ReferenceVM:
     """Run ``program`` (refused with :class:`RefusedProgram` if ``validate()`` rejects it).
+
+    The VM takes a snapshot of ``program`` (:func:`amkspec.ir.snapshot.snapshot`) before it
+    validates it, and validates and runs only that copy, ``self.program``: a change the caller
+    makes to ``program`` afterwards is never run unvalidated. ``self.program`` is the VM's own;
+    read it, never change it.
 
     ``run(weights, inputs, kv=None)`` binds weights by buffer ``source``, inputs and
     KV caches by buffer name (numpy arrays or torch tensors; never written), runs
@@ -51,6 +57,7 @@ class ReferenceVM:
         self, program: MegakernelProgram, *, policy: Policy | None = None,
         _unsafe_skip_validation: bool = False,
     ) -> None:
+        program = snapshot(program)  # spec §2.4: what runs is exactly what was validated
         self.validation: Any = None
         if not _unsafe_skip_validation:
             from amkspec.proofs import validate
