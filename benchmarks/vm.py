@@ -20,6 +20,8 @@ Run: ``python3 benchmarks/vm.py [--baseline PATH] [--repeats N] [--steps N] [--s
   ``sched_s`` over the whole ``run()`` call (binding weights and inputs included);
 - tokens/s of the greedy decode loop: ReferenceVM launches alone, the full loop (lower +
   validate + launch per token), and the eager model;
+- the time to build a VM (:func:`build_compare`): amkspec's constructor, its snapshot of the
+  program and ``validate()``, next to the original's constructor;
 - scratch bytes of the activations with no page reuse and with ``graph_color``.
 """
 
@@ -29,7 +31,7 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import torch
@@ -41,9 +43,11 @@ from baseline import Baseline, add_baseline_argument, open_baseline
 from tables import write_result
 
 from amkspec.ir import InstructionKind, MegakernelProgram, ScheduleConfig, dumps
+from amkspec.ir.snapshot import snapshot
 from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import MEDIUM, TOY, TOY_2L, EagerDecoder, ModelConfig, make_weights
+from amkspec.proofs import validate
 from amkspec.vm import ReferenceVM, RunStats
 
 CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 64}})
@@ -172,6 +176,29 @@ def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline)
     return line, row, row_split
 
 
+def build_compare(model: ModelConfig, repeats: int, base: Baseline | None) -> str:
+    """Median CPU ms to build a VM for the model's step-0 program: amkspec's constructor whole, and
+    the two parts that grow with the program (its snapshot, spec §2.4, and ``validate()``), next
+    to the original's constructor (which validates too, and keeps the caller's program)."""
+    prog = lower(model, "h100", CONFIG, pos=0, compat=True)
+
+    def ms(build: Callable[[], object]) -> float:
+        times = []
+        for _ in range(repeats):
+            t0 = time.process_time()
+            build()
+            times.append(time.process_time() - t0)
+        return statistics.median(times) * 1e3
+
+    whole, copied = ms(lambda: ReferenceVM(prog)), ms(lambda: snapshot(prog))
+    line = f"  {model.name:8s} {len(prog.tasks):5d} tasks: ReferenceVM() {whole:7.2f} ms "
+    line += f"(snapshot {copied:6.2f}, validate {ms(lambda: validate(prog)):6.2f})"
+    if base is not None:
+        theirs, weights, orig_vm = base.program(dumps(prog)), make_weights(model), base.reference_vm()
+        line += f"; original {ms(lambda: orig_vm.ReferenceVM(theirs, weights)):7.2f} ms"
+    return line
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -205,6 +232,9 @@ def main() -> None:
     if args.write_results and base is not None:
         write_result("vm_vs_original.md", rows)
         write_result("vm_time_split.md", splits)
+    print(f"building a VM (median ms of {5 * args.repeats})")
+    for m in models:
+        print(build_compare(m, 5 * args.repeats, base))
     print("scratch bytes (activations): no reuse -> graph_color")
     for m in models:
         none, coloured = scratch(m)
