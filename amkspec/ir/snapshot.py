@@ -7,12 +7,12 @@ in between (a wait dropped, an operand redirected, a counter's ``init`` raised) 
 ever being validated. A VM therefore takes a snapshot *before* it validates, and validates and
 runs only that.
 
-The copy is exact: every record, list and dict is a new object holding the same values, in the
-same types, with nothing converted or checked (a broken program stays broken in exactly the same
-way, so the snapshot gets the same diagnostics). Values that cannot change (numbers, strings, enum
-members, ``None``, tuples of those) are shared; dict keys are shared (they are hashable); nested
-lists and dicts of any depth, cycles included, are copied as :func:`copy.deepcopy` would; any other
-object is deep-copied (:func:`_other`).
+The copy is exact: every record of the format, list and dict is a new object holding the same
+values, in the same types, with nothing converted or checked (a broken program stays broken in
+exactly the same way, so the snapshot gets the same diagnostics). Values that cannot change
+(numbers, strings, enum members, ``None``, tuples of those) are shared; dict keys are shared
+(they are hashable); nested lists and dicts of any depth, cycles included, are copied as
+:func:`copy.deepcopy` would; any other object is deep-copied (:func:`_other`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import attrs
 
 from amkspec.ir.errors import FormatError
 from amkspec.ir.gcpause import gc_paused
+from amkspec.ir.jsonio import RECORDS
 
 T = TypeVar("T")
 
@@ -34,9 +35,6 @@ _SHARED: set[type] = {int, float, complex, str, bytes, bool, type(None)}
 
 _NESTING = frozenset({list, dict})
 """Containers that may nest to any depth, or in a cycle: copied by :func:`_tree`."""
-
-_COPIERS: dict[type, Callable[[Any], Any]] = {}
-"""The copier of each attrs record class met so far (:func:`_compile`)."""
 
 
 def snapshot(record: T) -> T:
@@ -77,9 +75,6 @@ def _copy(value: Any) -> Any:
         return value
     if kind is tuple and _SHARED.issuperset(map(type, value)):
         return value
-    if attrs.has(kind):
-        copier = _COPIERS[kind] = _compile(kind)
-        return copier(value)
     return _other(value)
 
 
@@ -133,7 +128,7 @@ _FIELD = """    x = v.{name}
 
 
 def _compile(kind: type) -> Callable[[Any], Any]:
-    """The copier of an attrs record class: a new instance with a copy of each field, stored
+    """The copier of a record class of the format: a new instance with a copy of each field, stored
     directly (no ``__init__``, converter or ``on_setattr`` hook runs, so the copy holds exactly
     the values the original holds). Generated from the class's attrs fields; a record with an
     unset slot takes :func:`_by_field`, which leaves that slot unset."""
@@ -167,3 +162,7 @@ def _by_field(value: Any, kind: type, names: tuple[str, ...]) -> Any:
 
 
 _UNSET = object()
+
+_COPIERS: dict[type, Callable[[Any], Any]] = {kind: _compile(kind) for kind in RECORDS}
+"""The copier of each record of the format (:data:`~amkspec.ir.jsonio.RECORDS`); any other
+object, an attrs instance of another class included, is :func:`_other`'s."""

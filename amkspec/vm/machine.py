@@ -38,7 +38,8 @@ class ReferenceVM:
     The VM takes a snapshot of ``program`` (:func:`amkspec.ir.snapshot.snapshot`) before it
     validates it, and validates and runs only that copy, ``self.program``: a change the caller
     makes to ``program`` afterwards is never run unvalidated. ``self.program`` is the VM's own;
-    read it, never change it.
+    read it, never change it. (Records nested deeper than the interpreter's stack, which only
+    code can build, cannot be copied: :class:`~amkspec.ir.FormatError`.)
 
     ``run(weights, inputs, kv=None)`` binds weights by buffer ``source``, inputs and
     KV caches by buffer name (numpy arrays or torch tensors; never written), runs

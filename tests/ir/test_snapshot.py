@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from amkspec.ir import FormatError, MegakernelProgram, Task, Wait, dumps
 from amkspec.ir.snapshot import snapshot
+from amkspec.proofs import validate
 from amkspec.strategies import arbitrary_programs, valid_programs
 
 PROGRAMS = st.one_of(valid_programs(max_tasks=8), arbitrary_programs(max_tasks=8))
@@ -73,6 +74,14 @@ def test_a_snapshot_is_equal_node_for_node_and_shares_nothing_mutable(prog: Mega
     _nodes(copy_, theirs)
     assert ours.keys().isdisjoint(theirs.keys())
     assert len(theirs) >= len(ours)  # a list two records share is two lists in the copy
+
+
+@settings(max_examples=60, deadline=None)
+@given(PROGRAMS)
+def test_a_snapshot_gets_the_same_diagnostics_and_stats(prog: MegakernelProgram) -> None:
+    ours, theirs = validate(prog), validate(snapshot(prog))
+    assert ours.diagnostics == theirs.diagnostics
+    assert ours.stats == theirs.stats
 
 
 @settings(max_examples=40, deadline=None)
