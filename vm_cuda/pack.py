@@ -10,6 +10,7 @@ test-only ``_unsafe_skip_validation`` is passed (used to force a deadlock past t
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -107,6 +108,20 @@ def marshal_params(op: InstructionKind, params: Mapping[str, Any]) -> tuple[tupl
     return tuple(row), mask
 
 
+WATCHDOG_MAX_S = (2**63 - 1) / 1e9
+"""The longest watchdog the image header holds: ``timeout_ns`` is an int64 (spec §8.5)."""
+
+
+def watchdog_ns(timeout_s: Any) -> int:
+    """The header's ``timeout_ns`` for a watchdog of ``timeout_s`` seconds: 0 turns it off (``abi.h``),
+    a positive time is at least 1 ns; anything but a number in ``[0, WATCHDOG_MAX_S)`` (``nan``,
+    ``inf``, a negative number, a string) is a ``ValueError`` naming it."""
+    number = isinstance(timeout_s, numbers.Real) and not isinstance(timeout_s, bool)
+    if not number or not 0 <= timeout_s < WATCHDOG_MAX_S:
+        raise ValueError(f"timeout_s must be seconds in [0, {WATCHDOG_MAX_S:.4g}), not {timeout_s!r}")
+    return max(int(timeout_s * 1e9), 1) if timeout_s > 0 else 0
+
+
 def refuse_rejected(program: MegakernelProgram, validation: Any = None) -> Any:
     """``validate(program)`` (or the given result of it); :class:`RefusedProgram` if it rejects."""
     if validation is None:
@@ -123,9 +138,9 @@ class Packer:
 
     Build once per program, then :meth:`image` per launch. The packer validates a snapshot of
     ``program`` (:func:`amkspec.ir.snapshot.snapshot`) and packs only that, so a change the caller
-    makes afterwards never reaches an image unvalidated (spec §2.4). A caller that passes
-    ``validation`` has validated ``program`` itself and owns it unchanged (as
-    :class:`~vm_cuda.vm.MegakernelVM` does with its own snapshot); then it is packed as given.
+    makes afterwards never reaches an image unvalidated (spec §2.4). ``_validation`` is
+    :class:`~vm_cuda.vm.MegakernelVM`'s alone: the result of ``validate()`` on the snapshot it
+    took itself and hands over, which is then packed as given.
     """
 
     def __init__(
@@ -135,13 +150,13 @@ class Packer:
         num_sms: int | None = None,
         max_blocks: int | None = None,
         threads_per_block: int | None = None,
-        validation: Any = None,
+        _validation: Any = None,
         _unsafe_skip_validation: bool = False,
     ) -> None:
-        if validation is None:
+        if _validation is None:
             program = snapshot(program)
         if not _unsafe_skip_validation:
-            refuse_rejected(program, validation)
+            refuse_rejected(program, _validation)
         self.program = program
         self.buf_index = {b.id: i for i, b in enumerate(program.buffers)}
         self.ctr_index = {c.id: i for i, c in enumerate(program.counters)}
@@ -359,7 +374,7 @@ class Packer:
             n_steps,
         )
         header["threads_per_block"], header["image_bytes"] = self.threads_per_block, cursor
-        header["timeout_ns"] = int(timeout_s * 1e9)
+        header["timeout_ns"] = watchdog_ns(timeout_s)
         header["data_bytes"] = self._data_bytes
         for name, off in offsets.items():
             header[name] = off

@@ -3,7 +3,9 @@
 ``run`` binds exactly as the ReferenceVM does (``amkspec.vm.binding``), packs the image
 (``vm_cuda.pack``), launches it on the chosen backend and returns what
 ``ReferenceVM.run`` returns: ``{buffer name: tensor}`` for every IO_OUTPUT and KV_CACHE
-buffer, with the KV caches carried over to the next launch unless ``kv`` replaces them.
+buffer, with the KV caches carried over to the next launch unless ``kv`` replaces them. As the
+ReferenceVM does, it forgets the carried caches when a launch fails (``KernelTimeout``,
+``KernelFault``) and leaves them when binding fails.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import torch
 from amkspec.ir import BufferKind, MegakernelProgram
 from amkspec.ir.graph import writers_by_buffer
 from amkspec.ir.snapshot import snapshot
-from amkspec.vm.binding import bind
-from vm_cuda.pack import Image, Packer, refuse_rejected
+from amkspec.vm.binding import bind, values
+from vm_cuda.pack import Image, Packer, refuse_rejected, watchdog_ns
 from vm_cuda.status import KernelFault, KernelTimeout, RunStatus, decode
 
 Backend = Literal["cpu", "cuda"]
@@ -51,7 +53,8 @@ def make_runtime(backend: str, threads_per_block: int | None, variant: str) -> R
 class MegakernelVM:
     """Run ``program`` on the megakernel (refused with ``RefusedProgram`` if ``validate()`` rejects it).
 
-    ``backend``: ``"cpu"`` (the CPU build) or ``"cuda"`` (a GPU). ``timeout_s``: the watchdog.
+    ``backend``: ``"cpu"`` (the CPU build) or ``"cuda"`` (a GPU). ``timeout_s``: the watchdog,
+    a number of seconds more than 0 (:func:`~vm_cuda.pack.watchdog_ns`; else ``ValueError``).
     ``threads_per_block``: default 4 on the CPU build, the program's ``config.threads_per_block``
     (else 256) on a GPU.
     ``last_status`` is the last launch's :class:`RunStatus`; ``run`` raises
@@ -71,6 +74,8 @@ class MegakernelVM:
         variant: str = "release",
         _unsafe_skip_validation: bool = False,
     ) -> None:
+        if watchdog_ns(timeout_s) == 0:
+            raise ValueError("timeout_s must be more than 0: a MegakernelVM never runs without its watchdog")
         program = snapshot(program)  # spec §2.4: what runs is exactly what was validated
         self.program = program
         self.backend = backend
@@ -80,7 +85,7 @@ class MegakernelVM:
             threads_per_block = program.config.threads_per_block
         self.runtime = make_runtime(backend, threads_per_block, variant)
         self.packer = Packer(
-            program, max_blocks=self.runtime.max_blocks, validation=self.validation,
+            program, max_blocks=self.runtime.max_blocks, _validation=self.validation,
             _unsafe_skip_validation=_unsafe_skip_validation,
         )
         self.last_status: RunStatus | None = None
@@ -98,15 +103,15 @@ class MegakernelVM:
         kv: Mapping[str, Any] | None = None,
     ) -> dict[str, torch.Tensor]:
         """One launch (one forward pass); see the module docstring."""
-        state = {**self._kv, **(kv or {})}
+        weights, inputs = values(weights, "weights"), values(inputs, "inputs")
+        state = {**self._kv, **(values(kv, "kv") if kv is not None else {})}
         bound = bind(self.program, weights, inputs, state, self._written)
         image = self.packer.image(bound, timeout_s=self.timeout_s)
         data = self.runtime.launch(image)
         status = self.last_status = decode(data, self.program)
-        if status.kind == "TIMEOUT":
-            raise KernelTimeout(status)
-        if status.kind == "FAULT":
-            raise KernelFault(status)
+        if status.kind != "OK":
+            self._kv = {}  # as the ReferenceVM forgets the caches a failed launch wrote part way
+            raise KernelTimeout(status) if status.kind == "TIMEOUT" else KernelFault(status)
         out: dict[str, torch.Tensor] = {}
         for k, buf in enumerate(self.program.buffers):
             if buf.kind is BufferKind.IO_OUTPUT:

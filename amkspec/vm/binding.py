@@ -32,10 +32,23 @@ from amkspec.vm.errors import BindingError
 Tensor = torch.Tensor
 
 
+def values(value: Any, what: str) -> Mapping[str, Any]:
+    """``value`` when it is a mapping of names to values (``weights``, ``inputs`` or ``kv``)."""
+    if not isinstance(value, Mapping):
+        raise BindingError(f"{what} must map names to arrays, not a {type(value).__name__}")
+    return value
+
+
 def as_tensor(value: Any, what: str) -> Tensor:
-    """A CPU tensor viewing ``value`` (numpy array, torch tensor, or nested lists/numbers)."""
+    """A CPU tensor viewing ``value`` (numpy array, dense torch tensor, or nested lists/numbers)."""
     if isinstance(value, Tensor):
-        return value.detach().cpu()
+        if value.layout is not torch.strided or value.is_nested or value.is_meta:
+            kind = "meta" if value.is_meta else "nested" if value.is_nested else str(value.layout)[6:]
+            raise BindingError(f"{what}: a {kind} tensor, not a dense array of values")
+        try:
+            return value.detach().cpu()
+        except RuntimeError as exc:
+            raise BindingError(f"{what}: cannot read the tensor ({str(exc).splitlines()[0]})") from None
     try:
         array = np.asarray(value)
         if not array.flags.writeable or not array.dtype.isnative:
@@ -129,6 +142,7 @@ def bind(
     A program whose buffers need more than ``max_vm_bytes`` (:mod:`amkspec.ir.limits`) is
     refused before anything is allocated, and a failed allocation is a BindingError too.
     """
+    weights, inputs, kv = values(weights, "weights"), values(inputs, "inputs"), values(kv, "kv")
     check_memory(program)
     try:
         return _bind(program, weights, inputs, kv, written)

@@ -8,15 +8,16 @@ the same program with the same weights again and again, so a VM keeps a *frame*:
   IO_OUTPUT buffers (one zeroed arena) and pages are zeroed; IO_INPUT, KV_CACHE and weights that
   ``bind`` would copy or convert are converted by the same rules and copied in; weights that
   ``bind`` would share with the caller's arrays stay shared, as long as the caller passes the
-  very same array objects;
+  very same array objects, with their values where they were and laid out as they were;
 * each task's operands, and a step per task: the prepared form of its opcode
   (:func:`amkspec.semantics.prepared.prepare`) or its reference function on those operands.
 
 The frame is built from one ordinary :func:`~amkspec.vm.binding.bind` (so a first launch
 reports every binding error exactly as ``bind`` does) and rebuilt whenever the shared weights
-are not the same objects. The ReferenceVM copies what it returns, so nothing the caller holds
-ever aliases the frame; the KV caches it carries to its next launch are the frame's own tensors,
-so :meth:`Frame.load` writes them only once every value has bound.
+are not the same objects or have moved or changed shape, strides or dtype. The ReferenceVM
+copies what it returns, so nothing the caller holds ever aliases the frame; the KV caches it
+carries to its next launch are the frame's own tensors, so :meth:`Frame.load` writes them only
+once every value has bound.
 """
 
 from __future__ import annotations
@@ -47,6 +48,15 @@ Step = Callable[[], None]
 _ALIGN = 64
 """Byte alignment of each buffer in the zeroed arena (any dtype may view it)."""
 
+def _layout(value: Any) -> tuple[Any, ...]:
+    """Where a shared weight's values lie and how they are laid out: while this stays the same, the
+    frame's tensor is what ``bind`` would share (a ``param.data = …`` or an ``ndarray.shape = …`` on
+    the same object changes it)."""
+    if isinstance(value, Tensor):
+        return value.data_ptr(), value.shape, value.stride(), value.dtype
+    return value.__array_interface__["data"][0], value.shape, value.strides, value.dtype
+
+
 def _shares(value: Any, tensor: Tensor) -> bool:
     """Whether ``tensor`` (what ``bind`` made of ``value``) views the caller's own memory."""
     if isinstance(value, Tensor):
@@ -66,7 +76,7 @@ class Frame:
         bound = bind(program, weights, inputs, kv, written)
         self.program = program
         self.need = check_memory(program)
-        self.shared: list[tuple[str, Any]] = []
+        self.shared: list[tuple[str, Any, tuple[Any, ...]]] = []
         self.copied: list[tuple[Buffer, Tensor]] = []
         self.tensors: dict[int, Tensor] = {}
         pages, self.zeroed = paged_storage(program)
@@ -77,7 +87,7 @@ class Frame:
             if buf.kind in WEIGHT_KINDS:
                 key = buf.source or buf.name
                 if not private and _shares(weights[key], bound[buf.id]):
-                    self.shared.append((key, weights[key]))
+                    self.shared.append((key, weights[key], _layout(weights[key])))
                     self.tensors[buf.id] = bound[buf.id]
                     continue
             if buf.kind in READONLY_KINDS or buf.kind is BufferKind.KV_CACHE:
@@ -110,8 +120,9 @@ class Frame:
                                                                                  task.params)
 
     def matches(self, weights: Mapping[str, Any]) -> bool:
-        """Whether the shared weights are the very objects the frame was built with."""
-        return all(weights.get(key) is value for key, value in self.shared)
+        """Whether the shared weights are the very objects the frame was built with, each with its
+        values where they were, laid out as they were (:func:`_layout`)."""
+        return all(weights.get(key) is value and _layout(value) == at for key, value, at in self.shared)
 
     def load(self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any]) -> None:
         """Give every buffer its launch value (see the module doc); BindingError as ``bind`` raises it.

@@ -19,7 +19,7 @@ from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.graph import writers_by_buffer
 from amkspec.ir.snapshot import snapshot
 from amkspec.semantics import OP_SEMANTICS, OpError
-from amkspec.vm.binding import bind, task_operands
+from amkspec.vm.binding import bind, task_operands, values
 from amkspec.vm.errors import BindingError, ExecutionError, RefusedProgram
 from amkspec.vm.frame import Frame
 from amkspec.vm.plan import Plan
@@ -49,9 +49,9 @@ class ReferenceVM:
     are the VM's own tensors, never the copies it returned. A launch that fails while binding
     leaves them as they were; one that fails while running its tasks has written them part way,
     so the VM forgets them (as :meth:`reset` does), and the caller still holds the copies the last
-    completed launch returned. ``last_stats``
-    describes the last launch. ``_unsafe_skip_validation`` exists only to replay witnesses
-    (:func:`amkspec.vm.replay_trace`) and for tests, on programs the validator rightly rejects.
+    completed launch returned. ``last_stats`` describes the last launch (None when it failed).
+    ``_unsafe_skip_validation`` exists only to replay witnesses (:func:`amkspec.vm.replay_trace`)
+    and for tests, on programs the validator rightly rejects.
     """
 
     def __init__(
@@ -84,7 +84,9 @@ class ReferenceVM:
     ) -> dict[str, Tensor]:
         """One launch (one forward pass); see the class docstring."""
         t0 = time.perf_counter()
-        state = {**self._kv, **(kv or {})}
+        self.last_stats = None
+        weights, inputs = values(weights, "weights"), values(inputs, "inputs")
+        state = {**self._kv, **(values(kv, "kv") if kv is not None else {})}
         chosen = policy or self.policy
         if isinstance(chosen, Replay):
             bound = bind(self.program, weights, inputs, state, self._written)

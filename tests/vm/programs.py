@@ -175,3 +175,26 @@ def interleavings(draw: st.DrawFn, program: MegakernelProgram) -> list[Any]:
             running.remove(task)
             values[program.tasks[task].out_counter] += 1
     return events
+
+
+def add_weight() -> MegakernelProgram:
+    """``y = x + w``: one input, one weight named ``w`` (which a VM may keep bound between launches)."""
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    w = b.new_buffer("w", BufferKind.WEIGHT, DType.F32, (1, 4))
+    y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    b.add_task(K.ADD, [x, w], [y], label="add")
+    return b.build()
+
+
+def embed_append(pos: int = 1) -> MegakernelProgram:
+    """Row ``ids[0]`` of the weight ``tab`` (5 × 2) appended to the KV cache ``kc`` at ``pos``: an id
+    outside the table fails the launch after it has started (a data error no validator sees)."""
+    b = ProgramBuilder()
+    ids = b.new_buffer("ids", BufferKind.IO_INPUT, DType.I32, (1,))
+    tab = b.new_buffer("tab", BufferKind.WEIGHT, DType.F32, (5, 2))
+    row = b.new_buffer("row", BufferKind.ACTIVATION, DType.F32, (1, 1, 2))
+    kc = b.new_buffer("kc", BufferKind.KV_CACHE, DType.F32, (4, 1, 2))
+    embed = b.add_task(K.EMBED, [ids, tab], [row], params={"hidden": 2}, label="embed")
+    b.add_task(K.KV_APPEND, [row, kc], [kc], waits=[b.after(embed)], params={"pos": pos}, label="append")
+    return b.build()

@@ -120,3 +120,34 @@ def test_a_paged_int4_activation_with_odd_rows_binds() -> None:
     packed = pack_int4(torch.tensor([[1, 2, 3], [4, 5, 6]]))
     out = ReferenceVM(program).run({}, {"x": packed})
     assert torch.equal(out["y"], packed)
+
+
+IDS = np.array([4, 1])
+NOT_DENSE = {
+    "sparse": lambda t: t.to_sparse(),
+    "meta": lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta"),
+}
+
+
+@pytest.mark.parametrize("make", NOT_DENSE.values(), ids=NOT_DENSE.keys())
+@pytest.mark.parametrize("slot", ["weight", "input"])
+@pytest.mark.parametrize("launch", ["first", "second"])
+def test_a_tensor_without_dense_values_is_a_binding_error_at_every_launch(
+    make: Any, slot: str, launch: str
+) -> None:
+    vm = ReferenceVM(_gather())
+    if launch == "second":  # the VM's kept frame binds from here on
+        vm.run({"embed.weight": TABLE}, {"token_id": IDS})
+    weights = {"embed.weight": make(torch.from_numpy(TABLE)) if slot == "weight" else TABLE}
+    inputs = {"token_id": make(torch.from_numpy(IDS)) if slot == "input" else IDS}
+    name = "embed.weight" if slot == "weight" else "token_id"
+    with pytest.raises(BindingError, match=f"{slot} '{name}': a .* tensor, not a dense array"):
+        vm.run(weights, inputs)
+
+
+@pytest.mark.parametrize("where", ["weights", "inputs", "kv"])
+def test_weights_inputs_and_kv_must_be_mappings(where: str) -> None:
+    args: dict[str, Any] = {"weights": {"embed.weight": TABLE}, "inputs": {"token_id": IDS}, "kv": None}
+    args[where] = [TABLE]
+    with pytest.raises(BindingError, match=f"{where} must map names to arrays, not a list"):
+        ReferenceVM(_gather()).run(**args)

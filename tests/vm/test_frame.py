@@ -14,7 +14,7 @@ from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import TOY_2L, make_weights
 from amkspec.vm import BindingError, ExecutionError, ReferenceVM, Replay
-from tests.vm.programs import kv_program
+from tests.vm.programs import add_weight, embed_append, kv_program
 
 CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 32}}, page_allocation="graph_color")
 FRESH = Replay(trace=[], finish=True)
@@ -112,3 +112,28 @@ def test_kv_passed_in_replaces_the_vms_own() -> None:
     assert not torch.equal(first["kc"], second["kc"])
     vm.reset()
     assert _equal(vm.run({}, x), first)
+
+
+def test_a_kept_weight_given_new_values_or_a_new_shape_binds_afresh() -> None:
+    prog = add_weight()
+    x = np.ones((1, 4), np.float32)
+    w = torch.full((1, 4), 2.0)
+    vm = ReferenceVM(prog)
+    vm.run({"w": w}, {"x": x})
+    w.data = torch.full((1, 4), 100.0)  # the same object, its values elsewhere (a checkpoint load)
+    assert vm.run({"w": w}, {"x": x})["y"].tolist() == [[101.0] * 4]
+    array = np.full((1, 4), 2, np.float32)
+    vm.run({"w": array}, {"x": x})
+    array.shape = (4, 1)  # the same object, laid out anew
+    with pytest.raises(BindingError, match=r"weight 'w': shape \(4, 1\)"):
+        vm.run({"w": array}, {"x": x})
+
+
+def test_a_failed_launch_leaves_no_stats() -> None:
+    prog, table = embed_append(), torch.arange(10.0).reshape(5, 2)
+    vm = ReferenceVM(prog)
+    vm.run({"tab": table}, {"ids": [3]})
+    assert vm.last_stats is not None
+    with pytest.raises(ExecutionError):
+        vm.run({"tab": table}, {"ids": [9]})
+    assert vm.last_stats is None
