@@ -79,7 +79,11 @@ def _validate(prog: MegakernelProgram) -> ValidationResult:
             found.extend(check(ix))
         except Exception as exc:  # noqa: BLE001 - one failing check must not hide the others
             found.append(_internal(name, exc))
-    return ValidationResult(found, _stats(ix))
+    try:
+        stats = _stats(ix)
+    except Exception as exc:  # noqa: BLE001 - the clean-signal contract: never raise
+        return ValidationResult([*found, _internal("statistics", exc)], {})
+    return ValidationResult(found, stats)
 
 
 def _internal(where: str, exc: BaseException) -> Diagnostic:
@@ -100,10 +104,22 @@ def _sm_assigned(tasks: list[Any]) -> bool:
     return int in {*map(type, sms)}
 
 
+def _weight_kind(kind: Any) -> bool:
+    """Whether ``kind`` is a WEIGHT or CONST kind; an unhashable one is not."""
+    try:
+        return kind in WEIGHT_KINDS
+    except TypeError:
+        return False
+
+
 def _stats(ix: ProgramIndex) -> dict[str, Any]:
     """Statistics of the original (tasks, buffers, counters, edges, acyclic, weight_MB, sm_assigned)
     plus the reachability work done."""
-    weights = compress(ix.buffers.values(), map(WEIGHT_KINDS.__contains__, ix.buffer_kinds))
+    try:
+        weighed = list(map(WEIGHT_KINDS.__contains__, ix.buffer_kinds))
+    except TypeError:  # an unhashable kind, which the structure checks report, is no weight kind
+        weighed = list(map(_weight_kind, ix.buffer_kinds))
+    weights = compress(ix.buffers.values(), weighed)
     weight = structure.total_nbytes(list(weights), well_formed=ix.buffers_well_formed)
     reach = ix.built_reach
     return {

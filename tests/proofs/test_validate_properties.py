@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,6 +35,20 @@ def test_never_raises_on_arbitrary_programs(prog: MegakernelProgram) -> None:
     result = validate(prog)
     assert "S199" not in result.codes, result.report()
     assert result.ok is (result.errors == [])
+
+
+UNHASHABLE_KINDS = {"list": ["IO_OUTPUT"], "dict": {}, "tuple of a list": (BufferKind.WEIGHT, [])}
+
+
+@pytest.mark.parametrize("kind", UNHASHABLE_KINDS.values(), ids=UNHASHABLE_KINDS.keys())
+def test_an_unhashable_buffer_kind_is_reported_not_raised(kind: object) -> None:
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    y = b.new_buffer("y", kind, DType.F32, (1, 4), source="y")  # type: ignore[arg-type]
+    b.add_task(InstructionKind.COPY, [x], [y], label="copy")
+    result = validate(b.build())
+    assert not result.ok and "S199" not in result.codes, result.report()
+    assert result.stats["weight_MB"] == 0
 
 
 @given(mutated_documents())
