@@ -228,6 +228,21 @@ def test_same_or_older_minor_version_loads_silently(value: str) -> None:
         assert loads(json.dumps(_set(("ir_version",), value))).ir_version == value
 
 
+@pytest.mark.parametrize("value", ["0.\u00b2", "0.\u0663", "0.2\uff11"])
+def test_non_ascii_digits_in_a_version_do_not_count(value: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert loads(json.dumps(_set(("abi_version",), value))).abi_version == value
+
+
+@pytest.mark.parametrize("key", ["ir_version", "abi_version"])
+def test_a_version_component_longer_than_the_digit_limit_is_a_format_error(key: str) -> None:
+    with pytest.raises(FormatError) as info:
+        loads(json.dumps(_set((key,), "0." + "9" * 5000)))
+    assert info.value.path == key
+    assert "9" * 41 not in str(info.value)
+
+
 def test_missing_versions_default_to_ours() -> None:
     doc = _doc()
     del doc["ir_version"], doc["abi_version"]
