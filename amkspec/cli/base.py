@@ -150,8 +150,26 @@ def _flush_at_exit(exc: SystemExit) -> None:
         fail(describe(err)[0], code)
 
 
+EXTRA_OF_MODULE = {
+    "torch": "vm", "numpy": "vm", "safetensors": "vm", "z3": "smt", "matplotlib": "viz",
+    "tqdm": "search", "pycuda": "cuda",
+}
+"""The optional extra (pyproject.toml) that provides each third-party module a command may import."""
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The extra to install when ``exc`` is the import of a module of an optional extra that
+    is not installed (or is blocked), else None."""
+    if not isinstance(exc, ImportError) or not exc.name:
+        return None
+    return EXTRA_OF_MODULE.get(exc.name.split(".", 1)[0])
+
+
 def describe(exc: BaseException) -> tuple[str, int]:
     """The error line (without the ``amkspec: error:`` prefix) and exit code for ``exc``."""
+    extra = missing_extra(exc)
+    if extra is not None:
+        return f"this command needs the {extra} extra (pip install 'amkspec[{extra}]'): {exc}", EXIT_UNUSABLE
     if isinstance(exc, click.ClickException):
         return f"{exc.format_message()} (see 'amkspec --help')", exc.exit_code
     if isinstance(exc, (KeyboardInterrupt, click.Abort)):
