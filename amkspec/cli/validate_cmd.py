@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from amkspec.cli.base import echo_json, load_error, main, read_program
-from amkspec.cli.display import display_program
+from amkspec.cli.display import display_result
 from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, error_line
 from amkspec.ir import AmkspecError
 
@@ -28,7 +28,9 @@ def _judge(path: str, as_json: bool) -> dict[str, Any]:
         return {"file": path, "error": load_error(exc)}
     except OSError as exc:
         return {"file": path, "error": exc.strerror or str(exc)}
-    result = validate(prog if as_json else display_program(prog))
+    result = validate(prog)
+    if not as_json:
+        result = display_result(result)
     return {"file": path, "report": result.report(), **result.to_dict()}
 
 

@@ -360,10 +360,33 @@ def test_newlines_in_labels_cannot_forge_report_lines(tmp_path: Path) -> None:
     doc["tasks"][0]["label"] = forged
     doc["tasks"][0]["inputs"] = [len(doc["buffers"])]  # names no buffer: the label is in the report
     path = write_json(tmp_path / "forged.json", doc)
-    for args in (("validate", path), ("info", path)):
+    for args in (("validate", path), ("info", path), ("explain", path)):
         result = run(*args)
         assert not any(line.startswith("valid: yes") for line in result.stdout.splitlines()), result.stdout
         assert "x\\nvalid: yes" in result.stdout
+
+
+def test_forged_versions_cannot_forge_info_lines(tmp_path: Path) -> None:
+    doc = program_doc()
+    doc["ir_version"] = "0.2.0\nvalid: no (7 errors, 0 warnings)"
+    doc["abi_version"] = "0.2\rmodel: forged"
+    result = run("info", write_json(tmp_path / "forged.json", doc))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if line.startswith("valid:")] == ["valid: yes (0 errors, 0 warnings)"]
+    assert "versions:      ir 0.2.0\\nvalid: no (7 errors, 0 warnings), abi 0.2\\rmodel: forged" in lines
+
+
+def test_text_reports_judge_the_program_not_its_escaped_copy(tmp_path: Path) -> None:
+    doc = program_doc()
+    doc["target"]["name"] = doc["meta"]["gpu"] = "h100\tx"  # equal: no O502 (spec §3.5)
+    path = write_json(tmp_path / "tab.json", doc)
+    as_json = json.loads(run("validate", "--json", path).stdout)["files"][0]
+    assert as_json["ok"] and as_json["warnings"] == []
+    text = run("validate", path)
+    assert text.exit_code == 0 and "0 warning(s)" in text.stdout and "O502" not in text.stdout, text.stdout
+    info = run("info", path)
+    assert "valid: yes (0 errors, 0 warnings)" in info.stdout and "h100\\tx" in info.stdout, info.stdout
 
 
 def test_a_closed_stdout_is_an_error() -> None:
