@@ -35,7 +35,7 @@ def _judge(path: str, as_json: bool) -> dict[str, Any]:
 
 
 @main.command("validate")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document with a result per file.")
 def validate_command(files: tuple[str, ...], as_json: bool) -> None:
     """Validate FILE... (spec §3): exit 0 valid, 1 rejected, 2 unreadable."""
