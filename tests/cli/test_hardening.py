@@ -495,7 +495,15 @@ def test_deep_nesting_and_huge_numbers_in_every_file_kind(
 
 
 @pytest.mark.parametrize("seed", [str(2**64), str(2**70), "-1"])
-@pytest.mark.parametrize("command", [("weights", "toy", "-o", "{d}/w.npz"), ("replay", str(PROGRAM), "{t}")])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("weights", "toy", "-o", "{d}/w.npz"),
+        ("replay", str(PROGRAM), "{t}"),
+        ("search", "toy", "--target", "h100", "--budget", "1", "--out", "{d}/s"),
+    ],
+    ids=["weights", "replay", "search"],
+)
 def test_seeds_outside_uint64_are_usage_errors(tmp_path: Path, command: tuple[str, ...], seed: str) -> None:
     trace = write_json(tmp_path / "trace.json", [])
     assert "--seed" in one_error(run(*(a.format(d=tmp_path, t=trace) for a in command), "--seed", seed))
@@ -504,6 +512,10 @@ def test_seeds_outside_uint64_are_usage_errors(tmp_path: Path, command: tuple[st
 def test_the_largest_seed_works(tmp_path: Path) -> None:
     result = run("weights", "toy", "-o", str(tmp_path / "w.npz"), "--seed", str(2**64 - 1))
     assert result.exit_code == 0, result.output
+    search = ("search", "toy", "--target", "h100", "--budget", "2", "--out", str(tmp_path / "s"), "--quiet")
+    result = run(*search, "--seed", str(2**64 - 1))
+    assert result.exit_code in (0, 1), result.output
+    assert json.loads(result.stdout)["trials"] == 2
 
 
 def test_info_json_is_valid_json_for_a_nan_target(tmp_path: Path) -> None:
