@@ -2,8 +2,8 @@
 
 The exit-code contract (docs/guides/robustness.md) is enforced in one place,
 :class:`ErrorBoundary`: whatever a command raises becomes one ``amkspec: error:`` line on
-stderr and an exit code from :data:`amkspec.exit_codes.EXIT_CODES`; ``amkspec --debug COMMAND ...`` shows the
-traceback instead.
+stderr and an exit code from :data:`amkspec.exit_codes.EXIT_CODES`; ``amkspec --debug COMMAND ...``
+shows the traceback of what reaches it instead (an internal error among them).
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ SHORT_USAGE = "usage: amkspec [--debug] [--version] [-h] COMMAND [ARGS]..."
 
 class ErrorBoundary(click.Group):
     """The root group: one error line on stderr and a contract exit code for anything a command
-    raises (:data:`amkspec.exit_codes.EXIT_CODES`); ``--debug`` re-raises for the traceback."""
+    raises (:data:`amkspec.exit_codes.EXIT_CODES`); ``--debug`` re-raises what reaches it for the
+    traceback (errors a command reports itself with :func:`fail` stay one line)."""
 
     debug = False
 
@@ -204,7 +205,7 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 @click.group(cls=ErrorBoundary, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=__version__, prog_name="amkspec")
 @click.option("--debug", is_flag=True, is_eager=True, expose_value=False, callback=_set_debug,
-              help="Show a Python traceback instead of the one-line error.")
+              help="Show the Python traceback of an internal error instead of its one-line message.")
 def main() -> None:
     """amkspec: load, validate, prove, run and certify AMK megakernel programs."""
 
