@@ -4,7 +4,8 @@ Every file amkspec writes goes through :func:`atomic_path`: the data goes to a t
 file in the destination's directory, is flushed and fsynced, and only then renamed over the
 destination. A full disk, an exception or Ctrl-C midway leaves the old file (or no file) and no
 temporary behind; a process killed outright (SIGKILL) leaves the old file (or no file), never
-a partial one, but may leave its ``.NAME.*.tmp`` temporary. :func:`refuse_overwrite` keeps a command from replacing one of its inputs.
+a partial one, but may leave its ``.NAME.*.tmp`` temporary. :func:`refuse_overwrite` keeps a
+command from replacing one of its inputs.
 """
 
 from __future__ import annotations

@@ -189,6 +189,8 @@ INT_KEY = re.compile(r"-?[0-9]+")
 def _int_key(key: str) -> int:
     if not INT_KEY.fullmatch(key):
         raise _Bad([key], "expected an integer key")
+    if len(key.lstrip("-")) > MAX_INT_DIGITS.value():
+        raise _Bad([key], f"an integer key has more than {MAX_INT_DIGITS.value()} digits")
     return int(key)
 
 

@@ -15,6 +15,7 @@ from hypothesis import given
 from amkspec import FormatError, VersionError, dump, dumps, load, loads
 from amkspec.ir import IR_VERSION, VersionWarning, from_dict, to_dict
 from amkspec.ir.jsonio import format_path
+from amkspec.ir.limits import MAX_INT_DIGITS
 from amkspec.strategies import arbitrary_programs, mutated_documents, valid_programs
 from tests.conftest import EXAMPLES, FIXTURES
 
@@ -178,6 +179,17 @@ def test_format_errors_name_the_path(doc: dict[str, Any], message: str) -> None:
         loads(json.dumps(doc))
     assert str(info.value).startswith(message)
     assert info.value.path == message.split(": ", 1)[0]
+
+
+@pytest.mark.parametrize("digits", [MAX_INT_DIGITS.default + 1, 4301])
+def test_an_integer_key_longer_than_the_digit_limit_is_a_format_error_at_its_key(digits: int) -> None:
+    key = "-" + "9" * digits
+    with pytest.raises(FormatError) as info:
+        loads(json.dumps(_set(("pages",), {"buffer_to_page": {key: 0}, "pages": []})))
+    assert info.value.path == f'pages.buffer_to_page["{key}"]'
+    assert info.value.reason == f"an integer key has more than {MAX_INT_DIGITS.default} digits"
+    longest = "9" * MAX_INT_DIGITS.default
+    assert loads(json.dumps(_set(("pages",), {"buffer_to_page": {longest: 0}, "pages": []}))).pages
 
 
 @pytest.mark.parametrize("text", ["", "{", "[1, 2]", "null", '"program"', "\xff", b"\xff\xfe"])
