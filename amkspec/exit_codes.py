@@ -16,8 +16,8 @@ EXIT_INTERRUPTED = 130
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "success: the file is valid, the check passed, the output was written"),
     (EXIT_REJECTED, "a verdict against the input: rejected, incorrect, refused, disagreeing"),
-    (EXIT_UNUSABLE, "bad usage or unusable input (unreadable, not JSON, over a limit), or the output "
-                    "could not be written"),
+    (EXIT_UNUSABLE, "bad usage or unusable input (unreadable, not JSON, over a limit), the output "
+                    "could not be written, or the command needs an optional extra that is not installed"),
     (EXIT_INTERNAL, "an internal error: a bug in amkspec (please report it; --debug shows the traceback)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C); no partial output file is left"),
 )

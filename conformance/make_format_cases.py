@@ -121,7 +121,8 @@ def build_cases() -> dict[str, dict[str, Any]]:
         loaded(
             "unknown_fields_kept",
             "FMT-UNK-1",
-            "unknown fields at the top level, in a task and in a buffer are kept and written back in place",
+            "unknown fields at the top level, in a task and in a buffer are kept and written back after "
+            "the known keys",
             _doc(_add_unknown_fields),
         ),
         loaded(

@@ -2,8 +2,8 @@
 
 The exit-code contract (docs/guides/robustness.md) is enforced in one place,
 :class:`ErrorBoundary`: whatever a command raises becomes one ``amkspec: error:`` line on
-stderr and an exit code from :data:`amkspec.exit_codes.EXIT_CODES`; ``amkspec --debug COMMAND ...`` shows the
-traceback instead.
+stderr and an exit code from :data:`amkspec.exit_codes.EXIT_CODES`; ``amkspec --debug COMMAND ...``
+shows the traceback of what reaches it instead (an internal error among them).
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ SHORT_USAGE = "usage: amkspec [--debug] [--version] [-h] COMMAND [ARGS]..."
 
 class ErrorBoundary(click.Group):
     """The root group: one error line on stderr and a contract exit code for anything a command
-    raises (:data:`amkspec.exit_codes.EXIT_CODES`); ``--debug`` re-raises for the traceback."""
+    raises (:data:`amkspec.exit_codes.EXIT_CODES`); ``--debug`` re-raises what reaches it for the
+    traceback (errors a command reports itself with :func:`fail` stay one line)."""
 
     debug = False
 
@@ -150,8 +151,26 @@ def _flush_at_exit(exc: SystemExit) -> None:
         fail(describe(err)[0], code)
 
 
+EXTRA_OF_MODULE = {
+    "torch": "vm", "numpy": "vm", "safetensors": "vm", "z3": "smt", "matplotlib": "viz",
+    "tqdm": "search", "pycuda": "cuda",
+}
+"""The optional extra (pyproject.toml) that provides each third-party module a command may import."""
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The extra to install when ``exc`` is the import of a module of an optional extra that
+    is not installed (or is blocked), else None."""
+    if not isinstance(exc, ImportError) or not exc.name:
+        return None
+    return EXTRA_OF_MODULE.get(exc.name.split(".", 1)[0])
+
+
 def describe(exc: BaseException) -> tuple[str, int]:
     """The error line (without the ``amkspec: error:`` prefix) and exit code for ``exc``."""
+    extra = missing_extra(exc)
+    if extra is not None:
+        return f"this command needs the {extra} extra (pip install 'amkspec[{extra}]'): {exc}", EXIT_UNUSABLE
     if isinstance(exc, click.ClickException):
         return f"{exc.format_message()} (see 'amkspec --help')", exc.exit_code
     if isinstance(exc, (KeyboardInterrupt, click.Abort)):
@@ -186,7 +205,7 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 @click.group(cls=ErrorBoundary, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version=__version__, prog_name="amkspec")
 @click.option("--debug", is_flag=True, is_eager=True, expose_value=False, callback=_set_debug,
-              help="Show a Python traceback instead of the one-line error.")
+              help="Show the Python traceback of an internal error instead of its one-line message.")
 def main() -> None:
     """amkspec: load, validate, prove, run and certify AMK megakernel programs."""
 

@@ -3,11 +3,13 @@
 Runs every case under ``--cases`` (default: the repository's ``conformance/cases``) against the
 command ``CMD`` speaking the harness protocol (default: amkspec's own adapter), prints the summary
 by chapter and writes the JSON and JUnit reports on request. Exit 0 when every applicable case
-passed, 1 when one failed, 2 when the cases cannot be read.
+passed, 1 when one failed, 2 when the cases cannot be read or a report would land in the cases
+folder (every file there is an input: a report never replaces a case).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -15,11 +17,20 @@ from pathlib import Path
 import click
 
 from amkspec.cli.base import fail, main
-from amkspec.cli.files import write_output
+from amkspec.cli.files import refuse_inputs, write_output
 from amkspec.cli.params import TIMEOUT
 from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 
 DEFAULT_IMPL = f"{shlex.quote(sys.executable)} -m amkspec.conformance.adapter --vm reference"
+
+
+def _refuse_in_cases(output: str | None, root: Path) -> None:
+    """Exit 2 when ``output`` lies in the cases folder ``root`` or is one of its files."""
+    if output is None:
+        return
+    if Path(os.path.realpath(output)).is_relative_to(root.resolve()):
+        fail(f"{output}: refusing to write a report inside the cases folder {root}")
+    refuse_inputs(output, (str(p) for p in root.rglob("*") if p.is_file()))
 
 
 @main.command("conformance")
@@ -64,6 +75,8 @@ def conformance_command(
     root = Path(cases_dir) if cases_dir else default_cases_dir()
     if not root.is_dir():
         fail(f"{root}: no such cases folder")
+    _refuse_in_cases(report_path, root)
+    _refuse_in_cases(junit_path, root)
     try:
         run = run_kit(impl, root, select=select, timeout_s=timeout_s)
     except CaseError as exc:

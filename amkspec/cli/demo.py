@@ -59,12 +59,12 @@ def default_examples_dir() -> Path:
 def _check_program(path: Path) -> bool:
     """Load, summarise and validate one example; True when the verdict is the expected one."""
     try:
-        prog = display_program(read_program(str(path)))
+        prog = read_program(str(path))
     except (AmkspecError, OSError) as exc:
         click.echo(f"{path.name}: cannot be loaded: {escape_line(str(exc))}")
         return False
-    click.echo(f"{path.name}: {one_line(prog)}")
-    v = verdict(prog)
+    click.echo(f"{path.name}: {one_line(display_program(prog))}")
+    v = verdict(prog, escaped=True)
     expect_valid = not path.name.startswith(REJECTED_PREFIX)
     as_expected = v["valid"] == expect_valid
     wanted = "valid" if expect_valid else "rejected"

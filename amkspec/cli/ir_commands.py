@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
-from amkspec.cli.display import display_program
+from amkspec.cli.display import display_program, display_result
 from amkspec.cli.files import read_bytes_file, write_output
 from amkspec.exit_codes import EXIT_REJECTED
 from amkspec.ir import MegakernelProgram, dumps
@@ -16,11 +16,14 @@ from amkspec.ir.schema import program_schema
 from amkspec.ir.summary import summarize
 
 
-def verdict(prog: MegakernelProgram) -> dict[str, Any]:
-    """``{"valid", "errors", "warnings", "first_errors"}`` from :func:`amkspec.validate` (spec §3)."""
+def verdict(prog: MegakernelProgram, *, escaped: bool = False) -> dict[str, Any]:
+    """``{"valid", "errors", "warnings", "first_errors"}`` from :func:`amkspec.validate` (spec §3);
+    ``escaped``: the errors as a text report shows them (:func:`display_result`)."""
     from amkspec.proofs import validate
 
     result = validate(prog)
+    if escaped:
+        result = display_result(result)
     return {
         "valid": bool(result.ok),
         "errors": len(result.errors),
@@ -78,10 +81,8 @@ def info(file: str, as_json: bool, svg: str | None, png: str | None, highlight: 
 
         for line in write_graph(prog, file, svg=svg, png=png, highlight=highlight):
             click.echo(f"wrote {line}", err=as_json)
-    if not as_json:
-        prog = display_program(prog)
-    summary = summarize(prog)
-    v = verdict(prog)
+    v = verdict(prog, escaped=not as_json)
+    summary = summarize(prog if as_json else display_program(prog))
     if as_json:
         echo_json({"file": file, **summary, "validation": v})
         return

@@ -16,6 +16,7 @@ import click
 
 from amkspec.cli.base import clean_errors, echo_json, fail, main
 from amkspec.cli.files import read_json_file
+from amkspec.cli.params import SEED
 from amkspec.cli.run_cmd import MODEL_NAMES, VM_CHOICE
 from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
 from amkspec.ir import TARGETS
@@ -136,7 +137,7 @@ class _Progress:
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @click.option("--budget", required=True, type=click.IntRange(1, 100_000),
               help="Trials in all (with --resume: the new total).")
-@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seeds the proposals (uint64).")
 @click.option("--explore", type=click.FloatRange(0, 1), default=0.35, show_default=True,
               help="Share of trials that draw a fresh random config.")
 @click.option("--probe", type=click.FloatRange(0, 1), default=0.25, show_default=True,

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.base import clean_errors, echo_json, escape_line, fail, load_program, main
 from amkspec.cli.display import display_program
 from amkspec.cli.files import read_json_file, refuse_inputs, write_output
 from amkspec.cli.interrupt import interruptible
@@ -65,7 +65,7 @@ def explain(
         click.echo(f"{file}: {result.verdict.upper()}")
         for f in result.findings:
             head = f"[{f.status}] {f.code or '-'} {f.clause} {f.kind}"
-            click.echo(f"{head}: {f.message}")
+            click.echo(f"{head}: {escape_line(f.message)}")
             if f.witness is not None:
                 click.echo(render_text(prog, f.witness))
         for line in wrote:

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from amkspec.cli.base import echo_json, load_error, main, read_program
-from amkspec.cli.display import display_program
+from amkspec.cli.display import display_result
 from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, error_line
 from amkspec.ir import AmkspecError
 
@@ -28,12 +28,14 @@ def _judge(path: str, as_json: bool) -> dict[str, Any]:
         return {"file": path, "error": load_error(exc)}
     except OSError as exc:
         return {"file": path, "error": exc.strerror or str(exc)}
-    result = validate(prog if as_json else display_program(prog))
+    result = validate(prog)
+    if not as_json:
+        result = display_result(result)
     return {"file": path, "report": result.report(), **result.to_dict()}
 
 
 @main.command("validate")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document with a result per file.")
 def validate_command(files: tuple[str, ...], as_json: bool) -> None:
     """Validate FILE... (spec §3): exit 0 valid, 1 rejected, 2 unreadable."""

@@ -147,16 +147,24 @@ _HAND_WRITTEN: tuple[Rule, ...] = (
         "FMT-RT-1",
         M,
         "§6.2",
-        "A reader-writer MUST re-serialise a canonical document (`json.dumps(doc, indent=2)`) byte for byte.",
+        "A reader-writer MUST re-serialise a canonical document (`json.dumps(doc, indent=2)` of a document "
+        "whose records list their known keys first, in field order) byte for byte.",
     ),
     Rule(
         "FMT-KEY-1",
         M,
         "§6.1",
-        "A reader MUST accept as an integer-map key exactly the strings matching `^-?[0-9]+$`, and refuse "
+        "A reader MUST accept as an integer-map key the strings matching `^-?[0-9]+$` of at most "
+        "`max_int_digits` digits, each meaning an integer no other key of its map means, and refuse "
         "any other key with a FormatError naming its JSON path.",
     ),
-    Rule("FMT-UNK-1", M, "§6.3", "Unknown fields MUST be kept on load and written back in place."),
+    Rule(
+        "FMT-UNK-1",
+        M,
+        "§6.3",
+        "Unknown fields MUST be kept on load and written back after the known keys of their record, "
+        "in their original order.",
+    ),
     Rule("FMT-JSON-1", M, "§6.4", "Text that is not JSON MUST be refused with a FormatError at the root."),
     Rule(
         "FMT-TYPE-1",

@@ -2,8 +2,10 @@
 
 Every file amkspec writes goes through :func:`atomic_path`: the data goes to a temporary
 file in the destination's directory, is flushed and fsynced, and only then renamed over the
-destination. A full disk, a crash or Ctrl-C midway leaves the old file (or no file) and no
-temporary behind. :func:`refuse_overwrite` keeps a command from replacing one of its inputs.
+destination. A full disk, an exception or Ctrl-C midway leaves the old file (or no file) and no
+temporary behind; a process killed outright (SIGKILL) leaves the old file (or no file), never
+a partial one, but may leave its ``.NAME.*.tmp`` temporary. :func:`refuse_overwrite` keeps a
+command from replacing one of its inputs.
 """
 
 from __future__ import annotations

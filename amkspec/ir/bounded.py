@@ -7,7 +7,8 @@ through here:
   is refused, not read) and gunzips gzip data to at most ``max_decompressed_bytes``;
 * :func:`parse_json` parses strict JSON: objects with a repeated key, nesting deeper than
   ``max_json_depth``, integers longer than Python's ``int`` limit (4300 digits), numbers that
-  overflow to infinity, ``NaN``/``Infinity`` and lone UTF-16 surrogates are all refused.
+  overflow to infinity, ``NaN``/``Infinity``, lone UTF-16 surrogates and bytes that are not
+  UTF-8 (UTF-16 or UTF-32 text; a UTF-8 byte order mark is skipped) are all refused.
   (A program's integer fields are further bounded by ``max_int_digits`` when they are
   structured, :mod:`amkspec.ir.jsonio`.)
 
@@ -126,8 +127,11 @@ def parse_json(data: str | bytes, *, nonfinite: bool = False) -> Any:
     such a param, which ``validate()`` then reports (spec §3.1).
     """
     if isinstance(data, bytes):
+        encoding = json.detect_encoding(data)
+        if encoding not in ("utf-8", "utf-8-sig"):
+            raise FormatError("(root)", f"not JSON: {encoding.upper()} text, not UTF-8")
         try:
-            text = data.decode(json.detect_encoding(data))
+            text = data.decode(encoding)
         except UnicodeDecodeError as exc:
             reason = f"not JSON: not {exc.encoding} text ({exc.reason} at byte {exc.start})"
             raise FormatError("(root)", reason) from None

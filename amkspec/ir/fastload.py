@@ -20,8 +20,9 @@ What the fast path must rule out, because ``orjson`` alone would accept it:
   and may nest at most :data:`FREE_DEPTH` more levels.
 * **integers beyond 64 bits**, which ``orjson`` turns into floats: a free-form or float
   field's float of magnitude ≥ 2**63 goes to the strict reader.
-* ``int``-keyed maps take only canonical keys (``str(int(key)) == key``): ``"03"`` (an alias of
-  ``"3"``) goes to the strict reader, which reports it.
+* ``int``-keyed maps take only canonical keys (``str(int(key)) == key``) of at most
+  ``max_int_digits`` characters: ``"03"`` (an alias of ``"3"``) or an over-long key goes to the
+  strict reader, which reports it.
 
 Lone surrogates, ``NaN``/``Infinity``, over-long numbers, a byte-order mark, other encodings and
 syntax errors all make ``orjson`` fail, which also goes to the strict reader. A document that
@@ -39,7 +40,7 @@ import attrs
 import orjson
 
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION
-from amkspec.ir.limits import MAX_JSON_DEPTH, MAX_SHAPE_DIMS
+from amkspec.ir.limits import MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_SHAPE_DIMS
 from amkspec.ir.model import Buffer, MegakernelProgram
 
 RECORD_DEPTH = 8
@@ -96,7 +97,10 @@ def _int_key_map(value: Any, keys: _Keys) -> dict[int, int]:
         raise _Slow
     keys.n += len(value)
     out = {}
+    digits = MAX_INT_DIGITS.value()
     for key, item in value.items():
+        if len(key) > digits:  # perhaps too long (the strict reader judges it), or too slow for int()
+            raise _Slow
         k = int(key)
         if str(k) != key or type(item) is not int:
             raise _Slow

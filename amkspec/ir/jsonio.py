@@ -189,6 +189,8 @@ INT_KEY = re.compile(r"-?[0-9]+")
 def _int_key(key: str) -> int:
     if not INT_KEY.fullmatch(key):
         raise _Bad([key], "expected an integer key")
+    if len(key.lstrip("-")) > MAX_INT_DIGITS.value():
+        raise _Bad([key], f"an integer key has more than {MAX_INT_DIGITS.value()} digits")
     return int(key)
 
 
@@ -325,7 +327,7 @@ def _check_version(doc: dict[str, Any], key: str, ours: str) -> None:
         raise FormatError(key, f"expected a string, got {_show(theirs)}")
     if _major(theirs) != _major(ours):
         raise VersionError(f"{key} {theirs!r} has another major version than ours ({ours!r})")
-    if _version_key(theirs) > _version_key(ours):
+    if _version_key(key, theirs) > _version_key(key, ours):
         warnings.warn(
             f"{key} {theirs!r} is newer than ours ({ours!r}); unknown fields are kept",
             VersionWarning,
@@ -333,10 +335,14 @@ def _check_version(doc: dict[str, Any], key: str, ours: str) -> None:
         )
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def _version_key(key: str, version: str) -> tuple[int, ...]:
+    """The dotted version as integers: each component's ASCII digits (none counts as 0); a
+    component of more than ``max_int_digits`` digits is a :class:`FormatError` at ``key``."""
     parts = []
     for piece in version.split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
+        digits = "".join(re.findall(r"[0-9]", piece))
+        if len(digits) > MAX_INT_DIGITS.value():
+            raise FormatError(key, f"a version component has more than {MAX_INT_DIGITS.value()} digits")
         parts.append(int(digits) if digits else 0)
     return tuple(parts)
 

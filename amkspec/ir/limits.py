@@ -11,6 +11,7 @@ environment variables named in :data:`ENV_VARS`; the docs table is generated fro
 from __future__ import annotations
 
 import os
+import re
 
 import attrs
 
@@ -33,7 +34,7 @@ class Limit:
         if self.env is None:
             return self.default
         raw = os.environ.get(self.env, "").strip()
-        if raw.isdigit() and 0 < int(raw) < (1 << 63):
+        if re.fullmatch(r"[0-9]{1,19}", raw) and 0 < int(raw) < (1 << 63):
             return int(raw)
         return self.default
 

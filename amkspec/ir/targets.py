@@ -44,9 +44,14 @@ class GpuTarget:
 
 
 def _bound_us(weight_bytes: int, gbs: float) -> float:
-    if gbs <= 0:
+    """µs to stream ``weight_bytes`` at ``gbs`` GB/s: NaN without a bandwidth, inf when the
+    byte count is too large for a float (a program that loads may declare such a shape)."""
+    if not gbs > 0:
         return math.nan
-    return weight_bytes / (gbs * 1e9) * 1e6
+    try:
+        return weight_bytes / (gbs * 1e9) * 1e6
+    except OverflowError:
+        return math.inf
 
 
 _GIB = 1 << 30

@@ -8,6 +8,7 @@ witness to draw, no such finding) raises :class:`NoPicture`, an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,15 +83,16 @@ def highlight_tasks(prog: MegakernelProgram, which: str) -> tuple[str, tuple[int
     from amkspec.proofs import Severity, validate
 
     errors = [d for d in validate(prog).diagnostics if d.severity is Severity.ERROR]
-    if which.isdigit():
-        if not 1 <= int(which) <= len(errors):
+    if re.fullmatch(r"[0-9]+", which):
+        if len(which) > 9 or not 1 <= int(which) <= len(errors):
             raise NoPicture(f"there is no finding {which}: the program has {len(errors)} errors")
         chosen = [errors[int(which) - 1]]
     else:
         chosen = [e for e in errors if e.code.upper() == which.upper()][:1]
         if not chosen:
+            shown = which if which.isprintable() else repr(which)
             raise NoPicture(
-                f"no finding has code {which}: the program's errors are "
+                f"no finding has code {shown}: the program's errors are "
                 f"{', '.join(e.code for e in errors) or 'none'}"
             )
     d = chosen[0]

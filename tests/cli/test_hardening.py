@@ -360,10 +360,33 @@ def test_newlines_in_labels_cannot_forge_report_lines(tmp_path: Path) -> None:
     doc["tasks"][0]["label"] = forged
     doc["tasks"][0]["inputs"] = [len(doc["buffers"])]  # names no buffer: the label is in the report
     path = write_json(tmp_path / "forged.json", doc)
-    for args in (("validate", path), ("info", path)):
+    for args in (("validate", path), ("info", path), ("explain", path)):
         result = run(*args)
         assert not any(line.startswith("valid: yes") for line in result.stdout.splitlines()), result.stdout
         assert "x\\nvalid: yes" in result.stdout
+
+
+def test_forged_versions_cannot_forge_info_lines(tmp_path: Path) -> None:
+    doc = program_doc()
+    doc["ir_version"] = "0.2.0\nvalid: no (7 errors, 0 warnings)"
+    doc["abi_version"] = "0.2\rmodel: forged"
+    result = run("info", write_json(tmp_path / "forged.json", doc))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if line.startswith("valid:")] == ["valid: yes (0 errors, 0 warnings)"]
+    assert "versions:      ir 0.2.0\\nvalid: no (7 errors, 0 warnings), abi 0.2\\rmodel: forged" in lines
+
+
+def test_text_reports_judge_the_program_not_its_escaped_copy(tmp_path: Path) -> None:
+    doc = program_doc()
+    doc["target"]["name"] = doc["meta"]["gpu"] = "h100\tx"  # equal: no O502 (spec §3.5)
+    path = write_json(tmp_path / "tab.json", doc)
+    as_json = json.loads(run("validate", "--json", path).stdout)["files"][0]
+    assert as_json["ok"] and as_json["warnings"] == []
+    text = run("validate", path)
+    assert text.exit_code == 0 and "0 warning(s)" in text.stdout and "O502" not in text.stdout, text.stdout
+    info = run("info", path)
+    assert "valid: yes (0 errors, 0 warnings)" in info.stdout and "h100\\tx" in info.stdout, info.stdout
 
 
 def test_a_closed_stdout_is_an_error() -> None:
@@ -427,11 +450,11 @@ def test_a_lone_surrogate_in_a_label_is_a_format_error(tmp_path: Path) -> None:
         assert "tasks[0].label: a string holds a lone UTF-16 surrogate" in one_error(run(command, str(bad)))
 
 
-@pytest.mark.parametrize("dims", [2, 4, 120])
+@pytest.mark.parametrize("dims", [2, 4, 9, 64, 120])
 def test_huge_weight_shapes_in_info(tmp_path: Path, dims: int) -> None:
     doc = program_doc()
     weight = next(b for b in doc["buffers"] if b["kind"] == "WEIGHT")
-    weight["shape"] = [10**39] * dims  # 120 dims: a 4,680-digit byte count
+    weight["shape"] = [10**39] * dims  # 9 dims: too many bytes for a float; 120: 4,680 digits
     path = write_json(tmp_path / "w.json", doc)
     for args in (("info", path), ("info", "--json", path)):
         result = run(*args)
@@ -472,7 +495,15 @@ def test_deep_nesting_and_huge_numbers_in_every_file_kind(
 
 
 @pytest.mark.parametrize("seed", [str(2**64), str(2**70), "-1"])
-@pytest.mark.parametrize("command", [("weights", "toy", "-o", "{d}/w.npz"), ("replay", str(PROGRAM), "{t}")])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("weights", "toy", "-o", "{d}/w.npz"),
+        ("replay", str(PROGRAM), "{t}"),
+        ("search", "toy", "--target", "h100", "--budget", "1", "--out", "{d}/s"),
+    ],
+    ids=["weights", "replay", "search"],
+)
 def test_seeds_outside_uint64_are_usage_errors(tmp_path: Path, command: tuple[str, ...], seed: str) -> None:
     trace = write_json(tmp_path / "trace.json", [])
     assert "--seed" in one_error(run(*(a.format(d=tmp_path, t=trace) for a in command), "--seed", seed))
@@ -481,6 +512,10 @@ def test_seeds_outside_uint64_are_usage_errors(tmp_path: Path, command: tuple[st
 def test_the_largest_seed_works(tmp_path: Path) -> None:
     result = run("weights", "toy", "-o", str(tmp_path / "w.npz"), "--seed", str(2**64 - 1))
     assert result.exit_code == 0, result.output
+    search = ("search", "toy", "--target", "h100", "--budget", "2", "--out", str(tmp_path / "s"), "--quiet")
+    result = run(*search, "--seed", str(2**64 - 1))
+    assert result.exit_code in (0, 1), result.output
+    assert json.loads(result.stdout)["trials"] == 2
 
 
 def test_info_json_is_valid_json_for_a_nan_target(tmp_path: Path) -> None:

@@ -42,3 +42,14 @@ def test_unreadable_file_exits_2_with_one_line(tmp_path: Path) -> None:
     errors = [line for line in out.stderr.splitlines() if line]
     assert len(errors) == 1 and errors[0].startswith(f"amkspec: error: {bad}:")
     assert "Traceback" not in out.output
+
+
+def test_a_directory_is_that_argument_s_error_and_the_other_files_are_judged(tmp_path: Path) -> None:
+    out = CliRunner().invoke(main, ["validate", TOY, str(tmp_path), REJECTED])
+    assert out.exit_code == 2
+    assert out.stderr.splitlines() == [f"amkspec: error: {tmp_path}: cannot read the file: Is a directory"]
+    assert out.stdout.startswith(f"{TOY}: VALID") and f"{REJECTED}: REJECTED" in out.stdout
+    as_json = CliRunner().invoke(main, ["validate", "--json", str(tmp_path), TOY])
+    files = json.loads(as_json.stdout)["files"]
+    assert as_json.exit_code == 2 and [f.get("verdict") for f in files] == [None, "accepted"]
+    assert files[0] == {"file": str(tmp_path), "error": "cannot read the file: Is a directory"}

@@ -14,7 +14,7 @@ import pytest
 
 from amkspec.ir import FormatError, bounded
 from amkspec.ir.bounded import parse_json, read_input
-from amkspec.ir.limits import MAX_JSON_DEPTH
+from amkspec.ir.limits import MAX_INPUT_BYTES, MAX_JSON_DEPTH
 
 DEPTH = MAX_JSON_DEPTH.default
 
@@ -82,6 +82,26 @@ def test_an_endless_stream_is_read_only_up_to_the_cap(monkeypatch: pytest.Monkey
     monkeypatch.setenv("AMKSPEC_MAX_INPUT_BYTES", "4096")
     with pytest.raises(FormatError, match="larger than 4096 bytes"):
         read_input("/dev/zero")
+
+
+@pytest.mark.parametrize(
+    "raw", ["\u00b2", "\u0663", "9" * 5000, "0", "-5", "x"],
+    ids=["superscript", "arabic-indic", "5000-digits", "zero", "negative", "letter"],
+)
+def test_an_unusable_limit_override_falls_back_to_the_default(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv("AMKSPEC_MAX_INPUT_BYTES", raw)
+    assert MAX_INPUT_BYTES.value() == MAX_INPUT_BYTES.default
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"])
+def test_text_that_is_not_utf8_is_refused(encoding: str) -> None:
+    text = '{"a": [1, "\u00e9"]}'
+    with pytest.raises(FormatError, match="not UTF-8") as info:
+        parse_json(text.encode(encoding))
+    assert info.value.path == "(root)"
+    assert parse_json(text.encode("utf-8")) == parse_json(text.encode("utf-8-sig")) == {"a": [1, "\u00e9"]}
 
 
 def test_a_duplicate_key_before_deep_nesting_is_a_format_error() -> None:

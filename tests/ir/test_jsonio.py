@@ -15,6 +15,7 @@ from hypothesis import given
 from amkspec import FormatError, VersionError, dump, dumps, load, loads
 from amkspec.ir import IR_VERSION, VersionWarning, from_dict, to_dict
 from amkspec.ir.jsonio import format_path
+from amkspec.ir.limits import MAX_INT_DIGITS
 from amkspec.strategies import arbitrary_programs, mutated_documents, valid_programs
 from tests.conftest import EXAMPLES, FIXTURES
 
@@ -180,6 +181,17 @@ def test_format_errors_name_the_path(doc: dict[str, Any], message: str) -> None:
     assert info.value.path == message.split(": ", 1)[0]
 
 
+@pytest.mark.parametrize("digits", [MAX_INT_DIGITS.default + 1, 4301])
+def test_an_integer_key_longer_than_the_digit_limit_is_a_format_error_at_its_key(digits: int) -> None:
+    key = "-" + "9" * digits
+    with pytest.raises(FormatError) as info:
+        loads(json.dumps(_set(("pages",), {"buffer_to_page": {key: 0}, "pages": []})))
+    assert info.value.path == f'pages.buffer_to_page["{key}"]'
+    assert info.value.reason == f"an integer key has more than {MAX_INT_DIGITS.default} digits"
+    longest = "9" * MAX_INT_DIGITS.default
+    assert loads(json.dumps(_set(("pages",), {"buffer_to_page": {longest: 0}, "pages": []}))).pages
+
+
 @pytest.mark.parametrize("text", ["", "{", "[1, 2]", "null", '"program"', "\xff", b"\xff\xfe"])
 def test_not_a_program_is_a_format_error_at_the_root(text: str | bytes) -> None:
     with pytest.raises(FormatError) as info:
@@ -226,6 +238,21 @@ def test_same_or_older_minor_version_loads_silently(value: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert loads(json.dumps(_set(("ir_version",), value))).ir_version == value
+
+
+@pytest.mark.parametrize("value", ["0.\u00b2", "0.\u0663", "0.2\uff11"])
+def test_non_ascii_digits_in_a_version_do_not_count(value: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert loads(json.dumps(_set(("abi_version",), value))).abi_version == value
+
+
+@pytest.mark.parametrize("key", ["ir_version", "abi_version"])
+def test_a_version_component_longer_than_the_digit_limit_is_a_format_error(key: str) -> None:
+    with pytest.raises(FormatError) as info:
+        loads(json.dumps(_set((key,), "0." + "9" * 5000)))
+    assert info.value.path == key
+    assert "9" * 41 not in str(info.value)
 
 
 def test_missing_versions_default_to_ours() -> None:

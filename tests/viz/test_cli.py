@@ -79,9 +79,16 @@ def test_info_highlights_one_finding_by_number_or_code(tmp_path: Path) -> None:
         assert code == 0 and png.read_bytes()[:4] == b"\x89PNG"
         found = ids(parse_svg(svg.read_text()))
         assert {"highlight-0", "highlight-1", "highlight-2", "highlight-3"} <= found
-    for bad, why in (("9", "no finding 9"), ("D204", "no finding has code D204")):
+    for bad, why in (
+        ("9", "no finding 9"),
+        ("D204", "no finding has code D204"),
+        ("\u00b2", "no finding has code \u00b2"),
+        ("\u0661", "no finding has code \u0661"),
+        ("9" * 5000, "no finding 9999"),
+        ("x\nvalid: yes", "no finding has code 'x\\nvalid: yes'"),
+    ):
         code, _, err = run("info", src, "--svg", str(tmp_path / "x.svg"), "--highlight", bad)
-        assert code == 2 and why in err
+        assert code == 2 and why in err and len(err.strip().splitlines()) == 1, err
     code, _, err = run("info", src, "--highlight", "1")
     assert code == 2 and "--highlight needs --svg or --png" in err
 
