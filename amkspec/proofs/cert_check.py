@@ -21,7 +21,9 @@ What it checks, in time linear in the program plus the certificate (plus a sort)
   them write it: coverage, self-reads and never-produced buffers included. Each IO_OUTPUT
   has a producer and is read in full by the host. Two writers of overlapping elements are ordered
   by happens-before. KV_CACHE reads cover the attention window only; rows no task
-  appends this launch hold the previous launch's state;
+  appends this launch hold the previous launch's state. A FUSED task writes what its recipe's
+  final steps write; one the checker cannot bound counts as the whole buffer for ordering and
+  as no element for coverage;
 * writers of one buffer that signal different counters are totally ordered, and the
   schedule can launch (block size, shared memory; §3.5, §5.1);
 * **pages** (§1.6, §3.3): the occupants of one page come in a declared order, every use of
@@ -34,8 +36,8 @@ only for the execution order. Each happens-before claim comes as a path of task 
 in the certificate; the checker verifies every hop.
 
 Outside its scope (the certificate says nothing about them): the typing rules of
-memory safety beyond region bounds (dtypes, reduction lengths, broadcast shapes, recipes:
-M403–M454). See ``docs/guides/proofs.md``.
+memory safety beyond region bounds, GEMM row claims (``m_off``/``M_tile``) included (dtypes,
+reduction lengths, broadcast shapes, recipes: M403–M454). See ``docs/guides/proofs.md``.
 """
 
 from __future__ import annotations

@@ -32,7 +32,9 @@ ready task until none is, and a stuck state exists, with task ``i`` unfinished, 
 maximal run leaves ``i`` (in every stuck state the ended set *is* the maximal run: the first task
 of that run missing from it would be ready). The cycle query keeps the tasks that peeling
 successor-less tasks leaves: the largest set in which every task has a successor. ``reduce=False``
-is the full encoding (one solver, whole ancestor closures): every obligation then goes to Z3.
+is the full encoding (one solver, whole ancestor closures): every obligation then goes to Z3,
+except coverage: an unwritten-read query whose reads the other writers' footprints cover has no
+bad execution to search and is decided by the footprints (``footprint``).
 
 By default (``reduce=None``) a program of at most :data:`FULL_ENCODING_MAX_TASKS` tasks gets the
 full encoding, so each of its obligations is discharged by Z3 independently of the validator's
@@ -69,8 +71,8 @@ measured by ``benchmarks/smt.py``; beyond it the full encoding grows quadratical
 Z3, HAPPENS_BEFORE, MAXIMAL_RUN = "Z3", "happens-before", "maximal run"
 PEELING, NO_GAP = "peeling", "footprint"
 """What decided a query (:attr:`QueryResult.by`): a Z3 check; the all-join order (no Z3 call);
-the maximal run (deadlock, reduced path); peeling successor-less tasks (cycle, reduced path); the
-footprints alone (an unwritten read whose elements every other writer covers)."""
+the maximal run (deadlock: reduced path, or no task at all); peeling successor-less tasks (cycle,
+reduced path); the footprints alone (an unwritten read whose elements every other writer covers)."""
 
 
 @attrs.frozen

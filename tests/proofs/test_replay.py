@@ -90,7 +90,11 @@ def test_a_deadlock_claim_naming_a_task_twice_is_refused() -> None:
     prog = threshold_too_high()
     w = _witness(prog, "deadlock")
     first = w["blocked"][0]
-    bogus = {"task": first["task"], "waits": [{"counter": 99, "threshold": 7, "value": 3}], "queue_predecessor": 42}
+    bogus = {
+        "task": first["task"],
+        "waits": [{"counter": 99, "threshold": 7, "value": 3}],
+        "queue_predecessor": 42,
+    }
     for forged in ([bogus, *w["blocked"]], [*w["blocked"], copy.deepcopy(first)]):
         with pytest.raises(ReplayError, match="names a task twice"):
             check_witness(prog, {**w, "blocked": forged})
