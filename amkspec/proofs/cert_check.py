@@ -36,8 +36,9 @@ only for the execution order. Each happens-before claim comes as a path of task 
 in the certificate; the checker verifies every hop.
 
 Outside its scope (the certificate says nothing about them): the typing rules of
-memory safety beyond region bounds, GEMM row claims (``m_off``/``M_tile``) included (dtypes,
-reduction lengths, broadcast shapes, recipes: M403–M454). See ``docs/guides/proofs.md``.
+memory safety beyond region bounds (dtypes, reduction lengths, broadcast shapes, recipes:
+M403–M454). Region bounds include a GEMM tile's row claim (``m_off``/``M_tile``, M401). See
+``docs/guides/proofs.md``.
 """
 
 from __future__ import annotations
