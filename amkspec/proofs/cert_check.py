@@ -21,7 +21,9 @@ What it checks, in time linear in the program plus the certificate (plus a sort)
   them write it: coverage, self-reads and never-produced buffers included. Each IO_OUTPUT
   has a producer and is read in full by the host. Two writers of overlapping elements are ordered
   by happens-before. KV_CACHE reads cover the attention window only; rows no task
-  appends this launch hold the previous launch's state;
+  appends this launch hold the previous launch's state. A FUSED task writes what its recipe's
+  final steps write; one the checker cannot bound counts as the whole buffer for ordering and
+  as no element for coverage;
 * writers of one buffer that signal different counters are totally ordered, and the
   schedule can launch (block size, shared memory; §3.5, §5.1);
 * **pages** (§1.6, §3.3): the occupants of one page come in a declared order, every use of
@@ -35,7 +37,8 @@ in the certificate; the checker verifies every hop.
 
 Outside its scope (the certificate says nothing about them): the typing rules of
 memory safety beyond region bounds (dtypes, reduction lengths, broadcast shapes, recipes:
-M403–M454). See ``docs/guides/proofs.md``.
+M403–M454). Region bounds include a GEMM tile's row claim (``m_off``/``M_tile``, M401). See
+``docs/guides/proofs.md``.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import hashlib
 import itertools
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeGuard
 
 from amkspec.ir import (
     OP_REGISTRY,
@@ -58,7 +61,7 @@ from amkspec.ir import (
 )
 from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
-from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
+from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, opcode_of
 
 FORMAT = "amkspec-certificate"
 VERSION = 2
@@ -86,7 +89,7 @@ class MalformedCertificate(CertificateRefused):
 # -- element regions (spec §7: what each opcode reads and writes) ---------------------------------
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     return type(value) is int
 
 
@@ -123,14 +126,25 @@ class _Regions:
     def __init__(self, shapes: dict[int, tuple[int, ...]]) -> None:
         self.shapes = shapes
 
-    def writes(self, task: Any) -> Iterator[tuple[int, Box]]:
+    def writes(self, task: Any) -> Iterator[tuple[int, Box, bool]]:
+        """``(buffer, box, bounded)`` for each non-empty box the task writes. ``bounded`` is False
+        for a FUSED write the checker cannot bound: the box is then the whole buffer, an
+        over-statement that counts for ordering but covers nothing (spec §3.3)."""
         for bid in dict.fromkeys(task.outputs):
             shape = self.shapes[bid]
-            box = self._write(task, shape)
-            if not _inside(box, shape):
-                raise CertificateRefused(f"task {task.id} writes outside buffer {bid} (shape {list(shape)})")
-            if not _empty(box):
-                yield bid, box
+            if task.op is InstructionKind.FUSED:
+                boxes = _fused_writes(task, shape)
+                bounded = boxes is not None
+                boxes = [_full(shape)] if boxes is None else boxes
+            else:
+                boxes, bounded = [self._write(task, shape)], True
+            for box in dict.fromkeys(boxes):
+                if not _inside(box, shape):
+                    raise CertificateRefused(
+                        f"task {task.id} writes outside buffer {bid} (shape {list(shape)})"
+                    )
+                if not _empty(box):
+                    yield bid, box, bounded
 
     def _write(self, task: Any, shape: tuple[int, ...]) -> Box:
         op = task.op
@@ -138,6 +152,8 @@ class _Regions:
             off, width = _param(task, "n_off"), _param(task, "N_tile")
             if not shape or width <= 0:
                 raise CertificateRefused(f"task {task.id}: tile of width {width} in a rank-0 or empty shape")
+            if op is InstructionKind.GEMM_TILE:
+                _check_rows(task, shape)
             return (*_full(shape[:-1]), (off, off + width))
         if op is InstructionKind.KV_APPEND and len(shape) in (3, 4):
             pos = _param(task, "pos")
@@ -185,6 +201,60 @@ class _Regions:
             length = _param(task, "kv_len", shape[-3])
             return (*_full(shape[:-3]), (start, start + length), *_full(shape[-2:]))
         return _full(shape)
+
+
+def _check_rows(task: Any, shape: tuple[int, ...]) -> None:
+    """A GEMM tile's ``m_off``/``M_tile``, when either is given, name rows of the output viewed
+    as ``[rows, shape[-1]]`` (defaults 0 and every row). The semantics write every row whatever
+    they say, so this is a bound on the claim, not on the write (spec §7, M401)."""
+    if not isinstance(task.params, dict) or ("m_off" not in task.params and "M_tile" not in task.params):
+        return
+    rows = _numel(shape[:-1])
+    start, count = _param(task, "m_off", 0), _param(task, "M_tile", rows)
+    if start < 0 or count <= 0 or start + count > rows:
+        raise CertificateRefused(
+            f"task {task.id} claims rows [{start}, {start + count}) of an output with {rows} rows"
+        )
+
+
+def _fused_writes(task: Any, shape: tuple[int, ...]) -> list[Box] | None:
+    """The boxes of a FUSED task's output written by the recipe's ``final`` steps (spec §7.8),
+    or None where the checker cannot bound them: a recipe that is not a list of step objects,
+    no final step, or a final step it does not bound. Every primitive but the column tiles and
+    KV_APPEND writes its whole output; a tile writes columns ``[n_off, n_off + N_tile)`` of every
+    row when those are ints inside the output; KV_APPEND and nested FUSED are not bounded here."""
+    recipe = task.params.get("recipe") if isinstance(task.params, dict) else None
+    steps = recipe.get("steps") if isinstance(recipe, dict) else None
+    if not isinstance(steps, list) or not all(isinstance(st, dict) for st in steps):
+        return None
+    finals = [st for st in steps if _is_final(st.get("out", "final"))]
+    boxes = [_step_write(st, shape) for st in finals]
+    if not boxes or any(box is None for box in boxes):
+        return None
+    return [box for box in boxes if box is not None]
+
+
+def _is_final(out: Any) -> bool:
+    """A step writes the task's output: ``out`` is ``"final"`` or -1 (spec §7.8)."""
+    return (isinstance(out, str) and out == "final") or (_int(out) and out == -1)
+
+
+def _step_write(step: dict[str, Any], shape: tuple[int, ...]) -> Box | None:
+    """The box one recipe step writes of the task's output, or None where it is not bounded."""
+    try:
+        op = opcode_of(step.get("op"))
+    except ValueError:
+        return None
+    params = step.get("params", {})
+    if op in (InstructionKind.FUSED, InstructionKind.KV_APPEND) or not isinstance(params, dict):
+        return None
+    if op not in (InstructionKind.GEMV_TILE, InstructionKind.GEMM_TILE):
+        return _full(shape)
+    off, width = params.get("n_off", 0), params.get("N_tile")  # N_tile is required (M453)
+    if not shape or not _int(off) or not _int(width) or width <= 0:
+        return None
+    box = (*_full(shape[:-1]), (off, off + width))
+    return box if _inside(box, shape) else None
 
 
 def _recipe_inputs(task: Any, slot: int) -> set[int]:
@@ -470,14 +540,18 @@ Uses = tuple[dict[int, list[tuple[int, Box]]], dict[int, list[tuple[int, Box]]]]
 
 def _check_regions(p: _Program) -> Uses:
     """Every task's regions (refusing any outside its buffer), and coverage of every read of an
-    ACTIVATION or IO_OUTPUT by the other writers (spec §3.3: no read of unwritten data)."""
+    ACTIVATION or IO_OUTPUT by the other writers' bounded writes (spec §3.3: no read of
+    unwritten data). An unbounded FUSED write counts as the whole buffer in the returned uses."""
     reads: dict[int, list[tuple[int, Box]]] = {}
     writes: dict[int, list[tuple[int, Box]]] = {}
+    covering: dict[int, list[tuple[int, Box]]] = {}
     for t in p.tasks:
         for bid, box in p.regions.reads(t):
             reads.setdefault(bid, []).append((t.id, box))
-        for bid, box in p.regions.writes(t):
+        for bid, box, bounded in p.regions.writes(t):
             writes.setdefault(bid, []).append((t.id, box))
+            if bounded:
+                covering.setdefault(bid, []).append((t.id, box))
     for bid, kind in p.kinds.items():
         if kind not in (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT):
             continue
@@ -486,7 +560,7 @@ def _check_regions(p: _Program) -> Uses:
             if bid not in p.outputs_named:
                 raise CertificateRefused(f"IO_OUTPUT buffer {bid} is produced by no task (spec §3.5)")
             users.append((None, _full(p.regions.shapes[bid])))  # the host reads it after the launch
-        ws = writes.get(bid, [])
+        ws = covering.get(bid, [])
         for reader, box in users:
             if not _covers([wb for w, wb in ws if w != reader and _meet(wb, box)], box):
                 who = "the host" if reader is None else f"task {reader}"
@@ -530,7 +604,7 @@ def _writer_pairs(ws: list[tuple[int, Box]]) -> Iterator[tuple[int, int]]:
         start = box[-1][0] if box else 0
         active = [(a, ab) for a, ab in active if not ab or ab[-1][1] > start]
         for other, obox in active:
-            if _meet(obox, box):
+            if other != tid and _meet(obox, box):
                 yield other, tid
         active.append((tid, box))
 

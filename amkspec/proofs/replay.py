@@ -203,6 +203,8 @@ def _deadlock(m: Machine, blocked: list[dict[str, Any]]) -> None:
     if not unstarted:
         raise ReplayError("every task finished, nothing is stuck")
     claimed = {b["task"]: b for b in blocked}
+    if len(claimed) != len(blocked):
+        raise ReplayError("the blocked list names a task twice")
     if sorted(claimed) != sorted(unstarted):
         raise ReplayError("the blocked tasks are not exactly the unstarted ones")
     for tid in unstarted:

@@ -22,8 +22,9 @@ def _section_key(section: str) -> tuple[int, ...]:
 class ValidationResult:
     """Verdict of :func:`amkspec.validate`: ``ok`` iff no finding has severity ERROR (spec §3).
 
-    ``errors`` and ``warnings`` are the findings as one-line strings
-    (``"R303 task 7:attn reads ..."``); ``diagnostics`` keeps them structured
+    ``errors`` and ``warnings`` are the findings as strings (``"R303 task 7:attn reads ..."``),
+    one line each unless a label or name in the program holds a line break (quoted as written;
+    the CLI escapes control characters); ``diagnostics`` keeps them structured
     (code, severity, clause, message and the task/buffer/counter ids involved).
     """
 

@@ -7,9 +7,11 @@ reproduces the stale read, the overlapping writes, the clobbered page or the stu
 state. Everything else is *rule-only*, with the reason: no execution in the counter
 model misbehaves (a partial wait whose producers' outputs nobody reads: Z3 answers
 UNSAT), the rule is not about executions (a shape error, a launch limit), or the
-witness did not replay. For an accepted program every query is run and each answer
-without a witness is reported as *proved*, with what decided it: a Z3 check (UNSAT) or,
-above :data:`~amkspec.smt.queries.FULL_ENCODING_MAX_TASKS` tasks, an algorithm
+witness did not replay. For an accepted program every query of
+:meth:`~amkspec.smt.queries.Prover.prove_all` is run and each answer without a witness is
+reported as *proved*, with what decided it: a Z3 check (UNSAT); the footprints, for an
+unwritten-read query whose reads every other writer covers (coverage has no execution to
+search); or, above :data:`~amkspec.smt.queries.FULL_ENCODING_MAX_TASKS` tasks, an algorithm
 (happens-before, the maximal run, peeling). A confirmed witness for an accepted program
 would mean the validator is unsound, and is reported as a finding without a code.
 """

@@ -32,7 +32,9 @@ ready task until none is, and a stuck state exists, with task ``i`` unfinished, 
 maximal run leaves ``i`` (in every stuck state the ended set *is* the maximal run: the first task
 of that run missing from it would be ready). The cycle query keeps the tasks that peeling
 successor-less tasks leaves: the largest set in which every task has a successor. ``reduce=False``
-is the full encoding (one solver, whole ancestor closures): every obligation then goes to Z3.
+is the full encoding (one solver, whole ancestor closures): every obligation then goes to Z3,
+except coverage: an unwritten-read query whose reads the other writers' footprints cover has no
+bad execution to search and is decided by the footprints (``footprint``).
 
 By default (``reduce=None``) a program of at most :data:`FULL_ENCODING_MAX_TASKS` tasks gets the
 full encoding, so each of its obligations is discharged by Z3 independently of the validator's
@@ -50,7 +52,7 @@ from collections.abc import Callable, Iterable, Iterator
 import attrs
 import z3
 
-from amkspec.ir import MegakernelProgram
+from amkspec.ir import BufferKind, MegakernelProgram
 from amkspec.ir.graph import kahn_order
 from amkspec.proofs.reach import Reachability
 from amkspec.proofs.trace import Event, Trace
@@ -69,8 +71,8 @@ measured by ``benchmarks/smt.py``; beyond it the full encoding grows quadratical
 Z3, HAPPENS_BEFORE, MAXIMAL_RUN = "Z3", "happens-before", "maximal run"
 PEELING, NO_GAP = "peeling", "footprint"
 """What decided a query (:attr:`QueryResult.by`): a Z3 check; the all-join order (no Z3 call);
-the maximal run (deadlock, reduced path); peeling successor-less tasks (cycle, reduced path); the
-footprints alone (an unwritten read whose elements every other writer covers)."""
+the maximal run (deadlock: reduced path, or no task at all); peeling successor-less tasks (cycle,
+reduced path); the footprints alone (an unwritten read whose elements every other writer covers)."""
 
 
 @attrs.frozen
@@ -366,6 +368,7 @@ class Prover:
 
     def _deadlock_witness(self, scope: list[int], task: int | None) -> Witness | None:
         if not scope:
+            self._decided(MAXIMAL_RUN)  # no task: the maximal run is empty and leaves none, no Z3 call
             return None
         if self.reduce:
             self._decided(MAXIMAL_RUN)
@@ -533,13 +536,29 @@ class Prover:
 
     # -- everything ------------------------------------------------------------------------------
     def prove_all(self) -> list[QueryResult]:
-        """Every query of the program: all UNSAT is a per-program proof of spec §3."""
+        """Every query of the program: all UNSAT is a per-program proof of spec §3.
+
+        One unwritten-read query per read of an ACTIVATION or IO_OUTPUT buffer: where the
+        footprints leave no element of it unwritten by the other writers it is decided by them
+        (``by`` is ``footprint``), else Z3 asks whether the reader can start.
+        """
         self.known_order(self._all_orders())
         results = [self.cycle(), self.deadlock()]
         results += [self.read_race(r) for r in sorted(self.reads_of)]
+        results += [self.unwritten_read(r, b) for r, b in self._fresh_reads()]
         results += [self.write_race(p) for p in self.view.writer_pairs]
         results += [self.page_clobber(s) for s in self.view.page_shares]
         return results
+
+    def _fresh_reads(self) -> list[tuple[int, int]]:
+        """(reader, buffer) for each read of an ACTIVATION or IO_OUTPUT buffer (spec §3.3)."""
+        kind: dict[int, object] = {}
+        for b in self.prog.buffers:  # the first record of an id wins, as everywhere else
+            if type(b.id) is int and b.id not in kind:
+                kind[b.id] = b.kind
+        fresh = (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT)
+        users = self.view.buffer_users
+        return sorted((r, b) for b, (readers, _) in users.items() if kind.get(b) in fresh for r in readers)
 
     def _all_orders(self) -> Iterator[tuple[int, int]]:
         """Every happens-before question :meth:`prove_all` asks, to answer them in one batch."""

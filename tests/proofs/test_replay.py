@@ -85,6 +85,21 @@ def test_a_deadlock_claim_must_name_exactly_the_blocked_tasks() -> None:
         check_witness(prog, w)
 
 
+def test_a_deadlock_claim_naming_a_task_twice_is_refused() -> None:
+    """A second, false entry for a blocked task must not hide behind the true one."""
+    prog = threshold_too_high()
+    w = _witness(prog, "deadlock")
+    first = w["blocked"][0]
+    bogus = {
+        "task": first["task"],
+        "waits": [{"counter": 99, "threshold": 7, "value": 3}],
+        "queue_predecessor": 42,
+    }
+    for forged in ([bogus, *w["blocked"]], [*w["blocked"], copy.deepcopy(first)]):
+        with pytest.raises(ReplayError, match="names a task twice"):
+            check_witness(prog, {**w, "blocked": forged})
+
+
 def test_a_fake_cycle_is_refused() -> None:
     prog = EXAMPLES["cycle"]()
     w = _witness(prog, "cycle")

@@ -154,7 +154,8 @@ def _tile(ctx: OpContext, n_rows: int, out: Operand, default_n: int | None = Non
 
 
 def _check_row_tile(ctx: OpContext, out: Operand) -> None:
-    """GEMM_TILE ``m_off``/``M_tile`` (used for write footprints) stay inside out's rows."""
+    """GEMM_TILE ``m_off``/``M_tile``, when given, stay inside out's rows (a bound on the claim:
+    the semantics and the footprint write every row whatever they say)."""
     if "m_off" not in ctx.params and "M_tile" not in ctx.params:
         return
     m_off = ctx.param("m_off", 0)
