@@ -53,7 +53,7 @@ def _linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step
     if tuple(view.shape) != (*x.shape[:-1], n_tile):
         return None
     wt = w.T
-    if x.dim() == 2 and view.is_contiguous() and _apart(view, x, w):
+    if x.dim() == 2 and view.dtype == _F32 and view.is_contiguous() and _apart(view, x, w):
         matmul = torch.matmul
 
         def into_view() -> None:  # the same product, written in place of a copy

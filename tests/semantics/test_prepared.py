@@ -24,8 +24,14 @@ def _rand(gen: torch.Generator, *shape: int) -> torch.Tensor:
 
 @st.composite
 def cases(draw: Any) -> tuple[K, list[torch.Tensor], list[torch.Tensor], dict[str, Any]]:
-    """An opcode with float32 operands in the shapes the lowering uses (and some it does not)."""
+    """An opcode with float32 inputs in the shapes the lowering uses (and some it does not), and an
+    output of float32 or a half type (the reference functions compute in float32, then cast)."""
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    half = draw(st.sampled_from([torch.float32, torch.float16, torch.bfloat16]))
+
+    def out(*shape: int) -> torch.Tensor:
+        return torch.zeros(*shape, dtype=half)
+
     op = draw(st.sampled_from([K.GEMV_TILE, K.GEMM_TILE, K.RMSNORM, K.ADD, K.SILU_MUL, K.EMBED, K.ROPE,
                                K.ATTENTION_TILE]))
     r, c = draw(dims), draw(dims)
@@ -34,18 +40,18 @@ def cases(draw: Any) -> tuple[K, list[torch.Tensor], list[torch.Tensor], dict[st
         n_off = draw(st.integers(-1, n))
         n_tile = draw(st.integers(0, n + 1))
         params = {"n_off": n_off, "N_tile": n_tile}
-        return op, [_rand(gen, r, c), _rand(gen, n, c)], [torch.zeros(r, n)], params
+        return op, [_rand(gen, r, c), _rand(gen, n, c)], [out(r, n)], params
     if op is K.RMSNORM:
         eps = draw(st.sampled_from([{}, {"eps": 1e-5}]))
-        return op, [_rand(gen, r, c), _rand(gen, draw(st.sampled_from([c, 1])))], [torch.zeros(r, c)], eps
+        return op, [_rand(gen, r, c), _rand(gen, draw(st.sampled_from([c, 1])))], [out(r, c)], eps
     if op in (K.ADD, K.SILU_MUL):
         other = draw(st.sampled_from([(r, c), (c,), (1, c)]))
-        return op, [_rand(gen, r, c), _rand(gen, *other)], [torch.zeros(r, c)], {}
+        return op, [_rand(gen, r, c), _rand(gen, *other)], [out(r, c)], {}
     if op is K.EMBED:
         rows = draw(st.integers(1, 6))
         ids = torch.tensor(draw(st.lists(st.integers(-1, rows), min_size=1, max_size=3)), dtype=torch.int32)
         shape = draw(st.sampled_from([(len(ids), c), (1, len(ids) * c)]))
-        return op, [ids, _rand(gen, rows, c)], [torch.zeros(*shape)], {"hidden": c}
+        return op, [ids, _rand(gen, rows, c)], [out(*shape)], {"hidden": c}
     if op is K.ROPE:
         hd = 2 * draw(st.integers(1, 3))
         slabs = draw(st.integers(1, 3))
@@ -53,7 +59,7 @@ def cases(draw: Any) -> tuple[K, list[torch.Tensor], list[torch.Tensor], dict[st
         n_pos = 1 if x.dim() == 2 else slabs
         positions = draw(st.lists(st.integers(0, 300), min_size=n_pos, max_size=n_pos))
         pos = torch.tensor(positions, dtype=torch.int32)
-        return op, [x, pos], [torch.zeros_like(x)], {"head_dim": hd, "theta": 10000.0}
+        return op, [x, pos], [out(*x.shape)], {"head_dim": hd, "theta": 10000.0}
     n_kv = draw(st.integers(1, 2))
     n_heads = n_kv * draw(st.integers(1, 3))
     hd, seq = draw(st.integers(1, 4)), draw(st.integers(1, 6))
@@ -61,7 +67,7 @@ def cases(draw: Any) -> tuple[K, list[torch.Tensor], list[torch.Tensor], dict[st
     params = {"head_dim": hd, "n_heads": n_heads, "n_kv_heads": n_kv, "kv_start": start,
               "kv_len": draw(st.integers(0, seq - start))}
     caches = [_rand(gen, seq, n_kv, hd), _rand(gen, seq, n_kv, hd)]
-    return op, [_rand(gen, n_heads, hd), *caches], [torch.zeros(1, n_heads * hd)], params
+    return op, [_rand(gen, n_heads, hd), *caches], [out(1, n_heads * hd)], params
 
 
 def _reference(op: K, ins: list[torch.Tensor], outs: list[torch.Tensor], params: dict[str, Any]) -> Any:
@@ -181,3 +187,13 @@ def test_an_output_on_a_page_with_its_inputs(op: K, out_at: int) -> None:
     except OpError as exc:
         expected = str(exc)
     assert _same(got, expected) and _same(ins, ref_ins)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_tile_into_a_half_output_casts_as_the_reference_does(dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(7)
+    ins, outs = [_rand(gen, 1, 4), _rand(gen, 8, 4)], [torch.zeros(1, 8, dtype=dtype)]
+    params = {"n_off": 4, "N_tile": 4}
+    step = prepare(K.GEMV_TILE, ins, outs, params)
+    assert step is not None
+    assert _same(_step(step, outs), _reference(K.GEMV_TILE, ins, outs, params))
