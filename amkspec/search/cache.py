@@ -2,7 +2,8 @@
 
 An entry stores the verdict, the SHA-256 of the lowered program and the evaluation context (model,
 target, VM identity, probe token: :attr:`Evaluator.context <amkspec.search.evaluate.Evaluator.context>`;
-a plugged-in runner is identified by :func:`~amkspec.search.evaluate.runner_identity`). :meth:`ScheduleCache.lookup` returns it only when the program lowered
+a plugged-in runner is identified by :func:`~amkspec.search.evaluate.runner_identity`).
+:meth:`ScheduleCache.lookup` returns it only when the program lowered
 *now* hashes the same and the context matches: change the lowering (or the VM) and every old
 entry is ignored and replaced, never trusted (the value-identity guard of a hash-keyed cache).
 """
