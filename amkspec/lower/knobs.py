@@ -77,7 +77,8 @@ class Knob:
     """One knob of the space: its path, kind, declared range and the values a search proposes.
 
     ``kind`` is ``int``, ``enum``, ``sm_assignment`` or ``fusion_grouping``. ``consumed`` says
-    whether the lowering or the cost model reads it (otherwise it is recorded in the program only).
+    whether the lowering, the cost model or the megakernel launch reads it (``threads_per_block``
+    is the launch's block size); otherwise it is checked and recorded in the program only.
     """
 
     path: str
@@ -151,7 +152,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("threads_per_block", "int", 256, "Persistent VM block size (a multiple of the warp size).",
          (64, 128, 256, 512), WARP, MAX_THREADS_PER_BLOCK, WARP, launch=True),
     Knob("smem_bytes_per_block", "int", 0, "Dynamic shared memory opt-in per block (at most the "
-         "target's opt-in limit).", (0, 16384, 49152), 0, INT32_MAX, launch=True),
+         "target's opt-in limit; checked and recorded: the megakernel sizes its shared memory from "
+         "its kernels).", (0, 16384, 49152), 0, INT32_MAX, consumed=False, launch=True),
 )
 """Every knob, in the order ``propose`` lists them."""
 
