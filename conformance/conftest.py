@@ -36,7 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--impl-timeout",
         type=float,
         default=60.0,
-        help="seconds the implementation may take to answer one request",
+        help="seconds the implementation may take to answer one request (start included)",
     )
 
 
@@ -48,9 +48,8 @@ def implementation_command(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def kit_session(request: pytest.FixtureRequest) -> Iterator[Session]:
     """The running implementation under test (restarted by the session after a failure)."""
-    session = Session(
-        implementation_command(request.config), timeout_s=request.config.getoption("--impl-timeout")
-    )
+    timeout = request.config.getoption("--impl-timeout")
+    session = Session(implementation_command(request.config), timeout_s=timeout, start_timeout_s=timeout)
     session.ensure()
     INFO.update(session.info)
     yield session

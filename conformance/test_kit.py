@@ -83,10 +83,14 @@ BROKEN: list[tuple[str, str | None, Predicate, int | None]] = [
 
 def _run(name: str, select: str | None) -> KitRun:
     """Run the broken implementation ``name``; a short timeout for the one that hangs (its cases
-    never import torch, so a healthy answer is always quick)."""
+    never import torch, so a healthy answer is always quick), but a start may take its time."""
     timeout = 2.0 if name == "hang-on-unknown" else 60.0
     return run_kit(
-        f"{sys.executable} -m conformance.broken {name}", CASES_DIR, select=select, timeout_s=timeout
+        f"{sys.executable} -m conformance.broken {name}",
+        CASES_DIR,
+        select=select,
+        timeout_s=timeout,
+        start_timeout_s=60.0,
     )
 
 

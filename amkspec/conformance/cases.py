@@ -67,6 +67,9 @@ def load_case(path: Path, root: Path) -> Case:
     rules = doc.get("rules", [])
     if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
         raise CaseError(f"{path}: rules must be a list of rule IDs")
+    problem = _body_problem(kind, doc)
+    if problem:
+        raise CaseError(f"{path}: a {kind} case {problem}")
     case_id = str(path.relative_to(root).with_suffix("")).replace("\\", "/")
     return Case(
         case_id,
@@ -77,6 +80,44 @@ def load_case(path: Path, root: Path) -> Case:
         tuple(doc.get("requires", DEFAULT_REQUIRES[kind])),
         doc,
     )
+
+
+def _body_problem(kind: str, doc: dict[str, Any]) -> str:
+    """Why ``doc`` lacks what a ``kind`` case needs ('' when it has it), so that a malformed case
+    is never blamed on the implementation judged with it."""
+    expect = doc.get("expect")
+    if kind == "run":
+        steps = doc.get("steps")
+        if not isinstance(doc.get("weights"), dict) or not isinstance(doc.get("tolerance"), dict):
+            return "needs weights and tolerance objects"
+        if not isinstance(steps, list) or not steps:
+            return "needs a non-empty list of steps"
+        for n, step in enumerate(steps):
+            if not isinstance(step, dict) or not _has_program(step):
+                return f"needs a program or program_file in step {n}"
+            expect = step.get("expect")
+            if not isinstance(expect, dict) or not isinstance(expect.get("outputs"), dict):
+                return f"needs expect.outputs in step {n}"
+        return ""
+    if not isinstance(expect, dict):
+        return "needs an expect object"
+    if kind == "format":
+        if not isinstance(doc.get("document"), str):
+            return "needs a document string"
+        if expect.get("outcome") == "refused":
+            return "" if isinstance(expect.get("error_class"), str) else "needs expect.error_class"
+        return "" if expect.get("outcome") == "loaded" else "needs expect.outcome loaded or refused"
+    if not _has_program(doc):
+        return "needs a program or program_file"
+    if kind == "validate":
+        return "" if isinstance(expect.get("verdict"), str) else "needs expect.verdict"
+    if not isinstance(doc.get("weights"), dict):
+        return "needs a weights object"
+    return "" if expect.get("outcome") in ("refused", "ran") else "needs expect.outcome refused or ran"
+
+
+def _has_program(body: dict[str, Any]) -> bool:
+    return isinstance(body.get("program"), dict) or isinstance(body.get("program_file"), str)
 
 
 def discover(root: Path, select: str | None = None) -> list[Case]:

@@ -1,10 +1,13 @@
 """The kit's side of the harness protocol: one implementation process (spec §9.3).
 
 :class:`Session` starts the command, performs the ``start`` handshake and sends one request at a
-time. A crash, a reply later than the timeout, or a reply that is not a JSON object carrying the
-request's id (rule CONF-REPLY-1) raises :class:`ProtocolFailure` with the reason and the tail of the
+time. A crash, a request the implementation does not read or a reply it does not give within the
+timeout (the deadline covers writing the request and reading the reply), a closed standard output,
+or a reply that is not a JSON object carrying the request's id (rule CONF-REPLY-1, however deeply
+nested or badly encoded) raises :class:`ProtocolFailure` with the reason and the tail of the
 implementation's stderr; the session then kills the process and starts a fresh one on the next
-request, so one bad case never ends a run.
+request, so one bad case never ends a run. An ``--impl`` text that is not a command line is an
+:class:`ImplCommandError`, the user's unusable input.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from typing import IO, Any
 
 from amkspec.conformance.protocol import PROTOCOL_VERSION, SCHEMA
+from amkspec.ir import AmkspecError
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,10 +51,44 @@ class ProtocolFailure(Exception):
     """The implementation crashed, hung, or answered something that is not a protocol reply."""
 
 
+class ImplCommandError(AmkspecError):
+    """The implementation's command text is empty or not a shell command line (unusable input)."""
+
+
+EXIT_GRACE_S = 2.0
+"""How long an implementation that closed its standard output may take to exit before it is killed."""
+
+
+def _argv(command: str) -> list[str]:
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise ImplCommandError(f"--impl {command!r} is not a command line: {exc}") from None
+    if not argv:
+        raise ImplCommandError("--impl is empty: give the command that runs the implementation")
+    return argv
+
+
 def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
-    for line in stream:
-        lines.put(line)
-    lines.put(None)
+    """Queue every line the implementation writes, then the end marker however reading ends."""
+    try:
+        for line in stream:
+            lines.put(line)
+    except (OSError, ValueError):  # the stream was closed under us by kill()
+        pass
+    finally:
+        lines.put(None)
+
+
+def _write(stream: IO[str], text: str, errors: list[BaseException], done: threading.Event) -> None:
+    """Write one request; a failure is kept for the caller (the process crashed or closed stdin)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError) as exc:
+        errors.append(exc)
+    finally:
+        done.set()
 
 
 class Session:
@@ -57,7 +96,7 @@ class Session:
 
     def __init__(self, command: str, timeout_s: float = 60.0, start_timeout_s: float = 60.0) -> None:
         self.command = command
-        self.argv = shlex.split(command)
+        self.argv = _argv(command)
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
         self.info: dict[str, Any] = {}
@@ -80,6 +119,8 @@ class Session:
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
                 text=True,
+                encoding="utf-8",
+                errors="replace",
                 bufsize=1,
                 start_new_session=True,
             )
@@ -151,34 +192,49 @@ class Session:
         assert self._proc is not None and self._proc.stdin is not None
         self._next_id += 1
         rid = self._next_id
+        cmd = message["cmd"]
+        deadline = time.monotonic() + timeout_s
+        errors: list[BaseException] = []
+        written = threading.Event()
+        text = json.dumps({"id": rid, **message}) + "\n"
+        threading.Thread(target=_write, args=(self._proc.stdin, text, errors, written), daemon=True).start()
         try:
-            self._proc.stdin.write(json.dumps({"id": rid, **message}) + "\n")
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise ProtocolFailure(f"crashed before {message['cmd']!r}: {exc}{self._stderr_tail()}") from exc
-        try:
-            line = self._lines.get(timeout=timeout_s)
+            line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
-            raise ProtocolFailure(
-                f"no reply to {message['cmd']!r} within {timeout_s:g} s (timeout)"
-            ) from None
+            unread = "" if written.is_set() else " (it did not read the request)"
+            raise ProtocolFailure(f"no reply to {cmd!r} within {timeout_s:g} s (timeout){unread}") from None
         if line is None:
-            code = self._proc.wait()
-            raise ProtocolFailure(f"crashed on {message['cmd']!r} (exit status {code}){self._stderr_tail()}")
+            raise ProtocolFailure(self._ended(cmd, errors))
+        return self._parse(line, cmd, rid)
+
+    def _ended(self, cmd: str, errors: list[BaseException]) -> str:
+        """Why the implementation's standard output ended: it exited, or it closed stdout and lives on."""
+        assert self._proc is not None
+        try:
+            code = self._proc.wait(timeout=EXIT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return f"closed its standard output on {cmd!r} but did not exit{self._stderr_tail()}"
+        if errors:
+            return f"crashed before {cmd!r} (exit status {code}): {errors[0]}{self._stderr_tail()}"
+        return f"crashed on {cmd!r} (exit status {code}){self._stderr_tail()}"
+
+    def _parse(self, line: str, cmd: str, rid: int) -> dict[str, Any]:
+        """The reply ``line`` to request ``rid``, or :class:`ProtocolFailure` saying why it is none."""
         try:
             reply = json.loads(line)
-        except ValueError:
-            raise ProtocolFailure(f"malformed reply to {message['cmd']!r}: {line.strip()[:120]!r}") from None
+        except (ValueError, RecursionError):
+            raise ProtocolFailure(f"malformed reply to {cmd!r}: {line.strip()[:120]!r}") from None
         if not isinstance(reply, dict) or reply.get("id") != rid or not isinstance(reply.get("ok"), bool):
             raise ProtocolFailure(
-                f"malformed reply to {message['cmd']!r} (not an object with id {rid} "
-                f"and ok): {line.strip()[:120]!r}"
+                f"malformed reply to {cmd!r} (not an object with id {rid} and ok): {line.strip()[:120]!r}"
             )
-        problem = schema_problem(reply)
+        try:
+            problem = schema_problem(reply)
+        except RecursionError:
+            problem = "it is nested too deeply"
         if problem:
-            raise ProtocolFailure(
-                f"malformed reply to {message['cmd']!r} ({problem}): {line.strip()[:120]!r}"
-            )
+            raise ProtocolFailure(f"malformed reply to {cmd!r} ({problem}): {line.strip()[:120]!r}")
         return reply
 
     def _stderr_tail(self) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from amkspec.conformance.cases import Case, program_text
+from amkspec.conformance.cases import Case, CaseError, program_text
 from amkspec.conformance.client import ProtocolFailure, Session
 from amkspec.conformance.tensors import FLOAT_DTYPES, TensorError, absolute, decode
 
@@ -40,11 +40,13 @@ def judge(case: Case, session: Session) -> Verdict:
         return Verdict(NA, f"lacks capability {', '.join(missing)}")
     try:
         JUDGES[case.kind](case, session)
+    except CaseError:
+        raise  # the case file is at fault, not the implementation
     except ProtocolFailure as exc:
         return Verdict(FAIL, str(exc), protocol=True)
     except Mismatch as exc:
         return Verdict(FAIL, str(exc))
-    except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a reply of the wrong shape
+    except (AttributeError, TypeError, ValueError, KeyError, ArithmeticError) as exc:  # a reply's shape
         return Verdict(FAIL, f"malformed reply: {type(exc).__name__}: {exc}", protocol=True)
     return Verdict(PASS)
 
@@ -145,10 +147,13 @@ def judge_run(case: Case, session: Session) -> None:
 def compare(got: Any, want: dict[str, Any], case: Case, tolerance: dict[str, list[float]]) -> str:
     """Why ``got`` does not match ``want`` within the case's tolerance for its dtype ('' if it does)."""
     try:
+        expected = decode(want, case.base)
+    except TensorError as exc:
+        raise CaseError(f"{case.path}: an expected output is unusable: {exc}") from None
+    try:
         actual = decode(got)
     except TensorError as exc:
         return f"malformed tensor: {exc}"
-    expected = decode(want, case.base)
     if got.get("dtype") != want["dtype"]:
         return f"dtype {got.get('dtype')}, expected {want['dtype']}"
     if actual.shape != expected.shape:

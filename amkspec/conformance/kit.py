@@ -96,11 +96,17 @@ def run_kit(
     *,
     select: str | None = None,
     timeout_s: float = 60.0,
+    start_timeout_s: float | None = None,
     on_result: Callable[[CaseResult], None] | None = None,
 ) -> KitRun:
-    """Run every case under ``cases_dir`` against the implementation ``command``."""
+    """Run every case under ``cases_dir`` against the implementation ``command``.
+
+    ``timeout_s`` bounds every request, the ``start`` handshake included unless ``start_timeout_s``
+    is given. Raises :class:`~amkspec.conformance.cases.CaseError` for a malformed case file and
+    :class:`~amkspec.conformance.client.ImplCommandError` for a ``command`` that is no command line."""
     cases = discover(cases_dir, select)
-    session = Session(command, timeout_s=timeout_s)
+    start_s = timeout_s if start_timeout_s is None else start_timeout_s
+    session = Session(command, timeout_s=timeout_s, start_timeout_s=start_s)
     t0 = time.perf_counter()
     results: list[CaseResult] = []
     try:

@@ -35,8 +35,15 @@ class TensorError(ValueError):
     """A tensor object is malformed (unknown dtype, data not matching its shape, unreadable file)."""
 
 
+MAX_ELEMENTS = 2**31
+"""The most elements a tensor object may describe (a larger ``shape`` is malformed, not an overflow)."""
+
+
 def decode(obj: Any, base: Path | None = None) -> np.ndarray:
-    """The numpy array a tensor object describes; a relative ``npy`` path is taken from ``base``."""
+    """The numpy array a tensor object describes; a relative ``npy`` path is taken from ``base``.
+
+    Raises :class:`TensorError` for anything malformed, including a value out of its dtype's range
+    (an I8 value of 254) and a dimension that is not a small non-negative int."""
     if (
         not isinstance(obj, dict)
         or obj.get("dtype") not in NUMPY_DTYPE
@@ -44,7 +51,7 @@ def decode(obj: Any, base: Path | None = None) -> np.ndarray:
     ):
         raise TensorError(f"not a tensor object: {str(obj)[:80]}")
     np_type = NUMPY_DTYPE[obj["dtype"]]
-    shape = tuple(int(d) for d in obj["shape"])
+    shape = _shape(obj["shape"])
     if "npy" in obj:
         path = Path(obj["npy"]) if base is None else base / obj["npy"]
         try:
@@ -53,10 +60,24 @@ def decode(obj: Any, base: Path | None = None) -> np.ndarray:
             raise TensorError(f"cannot read {path}: {exc}") from exc
         array = array.astype(np_type, copy=False)
     else:
-        array = np.asarray(obj.get("data"), dtype=np_type)
+        try:
+            array = np.asarray(obj.get("data"), dtype=np_type)
+        except (ArithmeticError, TypeError, ValueError) as exc:
+            raise TensorError(f"data not of dtype {obj['dtype']}: {exc}") from None
     if array.size != int(np.prod(shape, dtype=np.int64)):
         raise TensorError(f"{array.size} values for shape {list(shape)}")
     return array.reshape(shape)
+
+
+def _shape(dims: list[Any]) -> tuple[int, ...]:
+    if not all(type(d) is int and d >= 0 for d in dims):
+        raise TensorError(f"shape {str(dims)[:80]} is not a list of non-negative ints")
+    total = 1
+    for d in dims:
+        total *= d
+        if total > MAX_ELEMENTS:
+            raise TensorError(f"shape {str(dims)[:80]} has more than {MAX_ELEMENTS} elements")
+    return tuple(dims)
 
 
 def encode(array: Any, dtype: str) -> dict[str, Any]:

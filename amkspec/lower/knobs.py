@@ -77,7 +77,8 @@ class Knob:
     """One knob of the space: its path, kind, declared range and the values a search proposes.
 
     ``kind`` is ``int``, ``enum``, ``sm_assignment`` or ``fusion_grouping``. ``consumed`` says
-    whether the lowering or the cost model reads it (otherwise it is recorded in the program only).
+    whether the lowering, the cost model or the megakernel launch reads it (``threads_per_block``
+    is the launch's block size); otherwise it is checked and recorded in the program only.
     """
 
     path: str
@@ -151,7 +152,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("threads_per_block", "int", 256, "Persistent VM block size (a multiple of the warp size).",
          (64, 128, 256, 512), WARP, MAX_THREADS_PER_BLOCK, WARP, launch=True),
     Knob("smem_bytes_per_block", "int", 0, "Dynamic shared memory opt-in per block (at most the "
-         "target's opt-in limit).", (0, 16384, 49152), 0, INT32_MAX, launch=True),
+         "target's opt-in limit; checked and recorded: the megakernel sizes its shared memory from "
+         "its kernels).", (0, 16384, 49152), 0, INT32_MAX, consumed=False, launch=True),
 )
 """Every knob, in the order ``propose`` lists them."""
 
@@ -216,9 +218,9 @@ def _check_enum(knob: Knob, v: Any) -> Iterator[KnobIssue]:
 
 
 def _sm_key(k: Any) -> int | None:
-    """A task id key: an int, or a string of a canonical decimal int (JSON object keys)."""
+    """A task id key: a non-negative int, or a string of a canonical decimal int (JSON object keys)."""
     if _is_int(k):
-        return int(k)
+        return int(k) if k >= 0 else None
     if isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 18 and (k == "0" or k[0] != "0"):
         return int(k)
     return None
@@ -378,22 +380,25 @@ def check(config: ScheduleConfig | Mapping[str, Any] | None, target: GpuTarget |
     return parse(config, target)[1]
 
 
-def require_valid(config: ScheduleConfig, target: GpuTarget | None = None, *, places_sms: bool = True
-                  ) -> None:
-    """Raise :class:`ConfigError` listing every issue of ``config`` (the lowering's entry check).
+def require_valid(config: ScheduleConfig | Mapping[str, Any] | None, target: GpuTarget | None = None, *,
+                  places_sms: bool = True) -> ScheduleConfig:
+    """The config :func:`parse` builds (SM map keys and values as ints), or :class:`ConfigError`
+    listing every issue of ``config`` (the lowering's entry check: it lowers what this returns, so
+    a config :func:`check` passes is lowered as checked).
 
     With ``places_sms`` (the lowering resolves ``sm_assignment`` into ``Task.sm``), a named policy
     needs a target: without one there is no SM count to place on, and silently leaving every task
     unplaced would not be what the config asks for.
     """
-    issues = check(config, target)
-    policy = config.sm_assignment
-    if places_sms and target is None and isinstance(policy, str) and not issues:
-        issues.append(KnobIssue("sm_assignment", f"{policy!r} places tasks on SMs, which needs a target: "
-                                "pass one (--target), give an explicit {task: sm} map, or lower in compat "
-                                "mode", RANGE))
-    if issues:
+    built, issues = parse(config, target)
+    policy = built.sm_assignment if built is not None else None
+    if places_sms and target is None and isinstance(policy, str):
+        issues = [KnobIssue("sm_assignment", f"{policy!r} places tasks on SMs, which needs a target: "
+                            "pass one (--target), give an explicit {task: sm} map, or lower in compat "
+                            "mode", RANGE)]
+    if built is None or issues:
         raise ConfigError(issues)
+    return built
 
 
 def config_dict(config: ScheduleConfig) -> dict[str, Any]:

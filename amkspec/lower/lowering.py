@@ -11,6 +11,7 @@ PageAllocation. Every config is first checked by :mod:`amkspec.lower.knobs`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from amkspec.ir import TARGETS, DType, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.lower.emit import StepEmitter
@@ -30,7 +31,7 @@ def resolve_model(model: ModelConfig | str) -> ModelConfig:
         return model
     try:
         return MODELS[model]
-    except KeyError:
+    except (KeyError, TypeError):
         raise LoweringError(f"unknown model {model!r} (known: {', '.join(MODELS)})") from None
 
 
@@ -40,7 +41,7 @@ def resolve_target(target: GpuTarget | str | None) -> GpuTarget | None:
         return target
     try:
         return TARGETS[target]
-    except KeyError:
+    except (KeyError, TypeError):
         raise LoweringError(f"unknown target {target!r} (known: {', '.join(TARGETS)})") from None
 
 
@@ -49,13 +50,15 @@ def _dtype(dtype: DType | str) -> DType:
         return dtype
     try:
         return DType[dtype]
-    except KeyError:
+    except (KeyError, TypeError):
         raise LoweringError(f"unknown dtype {dtype!r}") from None
 
 
 def _quant(quant: QuantSpec | Mapping[str, int] | None) -> QuantSpec | None:
     if quant is None or isinstance(quant, QuantSpec):
         return quant
+    if not isinstance(quant, Mapping):
+        raise LoweringError(f"bad quant {quant!r}: give a QuantSpec or {{'bits': 4|8, 'group': G}}")
     try:
         return QuantSpec(**quant)
     except (TypeError, ValueError) as exc:
@@ -63,6 +66,9 @@ def _quant(quant: QuantSpec | Mapping[str, int] | None) -> QuantSpec | None:
 
 
 def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
+    for name, value in (("pos", pos), ("B", batch)):
+        if type(value) is not int:  # a bool, float or string would emit a program validate() rejects
+            raise LoweringError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if not 0 <= pos < model.max_seq:
         raise LoweringError(f"pos {pos} is outside [0, {model.max_seq}) for model {model.name!r}")
     if not 1 <= batch <= MAX_BATCH:
@@ -72,7 +78,8 @@ def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
 
 
 def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
-          config: ScheduleConfig | None = None, *, pos: int = 0, dtype: DType | str = DType.F32, B: int = 1,
+          config: ScheduleConfig | Mapping[str, Any] | None = None, *, pos: int = 0,
+          dtype: DType | str = DType.F32, B: int = 1,
           quant: QuantSpec | Mapping[str, int] | None = None, compat: bool = False) -> MegakernelProgram:
     """Lower one decode step of ``model`` for the token at absolute position ``pos`` (the lowering guide).
 
@@ -83,7 +90,9 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None
     for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments and
     :class:`~amkspec.lower.knobs.ConfigError` on a config :func:`~amkspec.lower.knobs.check` refuses
-    (a named ``sm_assignment`` without a target included, unless ``compat``).
+    (a named ``sm_assignment`` without a target included, unless ``compat``). ``config`` may be
+    a JSON-style mapping; either way what is lowered and recorded is the config the knob checks
+    build (:func:`~amkspec.lower.knobs.require_valid`), so ``{"12": 3}`` means task 12 on SM 3.
     """
     m = resolve_model(model)
     tgt = resolve_target(target)
@@ -92,7 +101,9 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     if quant is not None and B > 1:
         raise LoweringError("quantized lowering supports one sequence only (B = 1)")
     if config is not None:
-        require_valid(config, tgt, places_sms=not compat)
+        if not isinstance(config, ScheduleConfig | Mapping):
+            raise LoweringError(f"config must be a ScheduleConfig or a mapping, got {type(config).__name__}")
+        config = require_valid(config, tgt, places_sms=not compat)
     tiling = dict(config.tiling) if config is not None else {}
     fusion = tuple(tuple(g) for g in config.fusion_grouping) if config is not None and not compat else ()
     emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None, quant, fusion)

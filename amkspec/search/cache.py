@@ -1,7 +1,9 @@
 """The schedule cache: verdicts keyed by ``schedule_id``, trusted only for the same program.
 
 An entry stores the verdict, the SHA-256 of the lowered program and the evaluation context (model,
-target, VM, probe token). :meth:`ScheduleCache.lookup` returns it only when the program lowered
+target, VM identity, probe token: :attr:`Evaluator.context <amkspec.search.evaluate.Evaluator.context>`;
+a plugged-in runner is identified by :func:`~amkspec.search.evaluate.runner_identity`).
+:meth:`ScheduleCache.lookup` returns it only when the program lowered
 *now* hashes the same and the context matches: change the lowering (or the VM) and every old
 entry is ignored and replaced, never trusted (the value-identity guard of a hash-keyed cache).
 """

@@ -13,6 +13,8 @@ failures, validator rejections, VM faults and timeouts all come back as a verdic
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import statistics
 from collections.abc import Callable, Mapping
@@ -94,16 +96,55 @@ def describe(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {knobs.clip(first, limit)}"
 
 
+UNAVAILABLE_ERRORS = ("BuildError", "CudaUnavailable")
+"""Class names of VM errors that mean the environment lacks the VM (its build failed, no usable GPU
+or pycuda): ``vm-unavailable``, never a verdict on the schedule (and never cached)."""
+
+
 def _vm_failure(exc: BaseException) -> str:
     """The failure kind of a VM exception (timeouts and faults by the error's class name)."""
     name = type(exc).__name__
-    if isinstance(exc, ImportError) or name == "BuildError":  # not installed, or its build failed
+    if isinstance(exc, ImportError) or name in UNAVAILABLE_ERRORS:  # not installed, or unusable here
         return "vm-unavailable"
     if "Timeout" in name or "Deadlock" in name:
         return "timeout"
     if isinstance(exc, AmkspecError) or "Fault" in name:
         return "fault"
     return "error"
+
+
+def runner_identity(runner: object) -> str:
+    """What identifies a plugged-in VM runner in the cache context (search guide, "The cache").
+
+    Its ``cache_identity`` string where it has one; otherwise its class (or, for a function, its
+    qualified name and the hash of its code) and a hash of its attributes, so that two runners of
+    the same name but other parameters (``PerturbedVM(0.0)`` and ``PerturbedVM(1.0)``) never share
+    entries. An attribute rendered with its address makes every run a new identity: never a false hit.
+    """
+    explicit = getattr(runner, "cache_identity", None)
+    if isinstance(explicit, str):
+        return explicit
+    code = getattr(runner, "__code__", None)
+    if code is not None:
+        who = f"{getattr(runner, '__module__', '?')}.{getattr(runner, '__qualname__', '?')}"
+        state = code.co_code.hex() + repr(code.co_consts)
+    else:
+        cls = type(runner)
+        who = f"{cls.__module__}.{cls.__qualname__}"
+        state = json.dumps(getattr(runner, "__dict__", {}), sort_keys=True, default=repr)
+    return f"{who}#{hashlib.sha256(state.encode('utf-8', 'replace')).hexdigest()[:12]}"
+
+
+def _schedule_id(config: object) -> str:
+    """``knobs.schedule_id`` for the last-resort boundary, which must not raise itself."""
+    try:
+        return knobs.schedule_id(config)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - a config that cannot even be hashed
+        return UNHASHABLE_ID
+
+
+UNHASHABLE_ID = "sch_unhashable"
+"""The schedule id of a config whose canonical form cannot be computed (an internal error's verdict)."""
 
 
 @attrs.define
@@ -132,6 +173,7 @@ class Evaluator:
             raise LoweringError("evaluate needs a target")
         self.target = tgt
         self.vm = vm if runner is None else getattr(runner, "name", "custom")
+        self.vm_identity = self.vm if runner is None else f"{self.vm}@{runner_identity(runner)}"
         self.runner = runner or make_runner(vm, timeout_s)
         self.lowering = lowering or default_lowering
         self.witness_dir = Path(witness_dir) if witness_dir is not None else None
@@ -140,8 +182,9 @@ class Evaluator:
 
     @property
     def context(self) -> str:
-        """What besides the program a verdict depends on (part of a cache entry's identity)."""
-        return f"{self.model.name}|{self.target.name}|{self.vm}|token={self.token}"
+        """What besides the program a verdict depends on (part of a cache entry's identity): a built-in
+        VM by its name, a plugged-in runner by its name and :func:`runner_identity`."""
+        return f"{self.model.name}|{self.target.name}|{self.vm_identity}|token={self.token}"
 
     def _base(self, sid: str) -> dict[str, Any]:
         return {"schedule_id": sid, "model": self.model.name, "target": self.target.name, "vm": self.vm}
@@ -184,7 +227,7 @@ class Evaluator:
         except Exception as exc:  # noqa: BLE001 - the boundary: an internal error is still a verdict
             return Verdict(valid=False, rejected_reason=f"internal error: {describe(exc)}", failure="error",
                            notes=("an unexpected error, reported instead of raised",),
-                           **self._base(knobs.schedule_id(config)))
+                           **self._base(_schedule_id(config)))
 
     __call__ = evaluate
 

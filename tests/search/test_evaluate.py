@@ -15,7 +15,7 @@ from hypothesis import given
 
 import amkspec
 from amkspec.cli import main
-from amkspec.ir import ScheduleConfig
+from amkspec.ir import AmkspecError, ScheduleConfig
 from amkspec.search import DishonestVerdict, Evaluator, Verdict, evaluate, honesty_violations
 from amkspec.search.examples import PerturbedVM, racy_prefetch_lowering
 from amkspec.vm import ExecutionError
@@ -112,6 +112,10 @@ class _Unprintable(Exception):
         return str(10**5000)  # ValueError: exceeds the int→str digit limit
 
 
+class CudaUnavailable(AmkspecError, RuntimeError):
+    """Stands in for vm_cuda.CudaUnavailable (no usable GPU or pycuda; matched by class name)."""
+
+
 class KernelTimeout(ExecutionError):
     """Stands in for vm_cuda.KernelTimeout (matched by class name, as the real one is)."""
 
@@ -127,11 +131,33 @@ class KernelFault(ExecutionError):
     (MemoryError(), "error"),
     (_Unprintable(), "error"),
     (ImportError("no vm_cuda"), "vm-unavailable"),
+    (CudaUnavailable("pycuda is not installed"), "vm-unavailable"),
 ])
 def test_vm_failures_are_verdicts(exc: BaseException, failure: str) -> None:
     v = Evaluator("toy", "h100", runner=_Raising(exc)).evaluate(None)
     assert_honest(v)
     assert v.valid and not v.correct and v.failure == failure and v.vm == "raising"
+
+
+def test_an_unavailable_vm_is_never_cached_as_the_schedules_verdict(tmp_path: Path) -> None:
+    from amkspec.search.cache import ScheduleCache
+
+    cache = ScheduleCache(tmp_path / "cache.json")
+    evaluator = Evaluator("toy", "h100", runner=_Raising(CudaUnavailable("no GPU")))
+    v = evaluator.evaluate(None)
+    cache.store(v, evaluator.context)
+    assert v.failure == "vm-unavailable" and v.program_sha256 and not cache.entries
+
+
+class _Unhashable(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise RuntimeError("boom")
+
+
+def test_evaluate_never_raises_even_when_the_config_cannot_be_hashed() -> None:
+    v = evaluate("toy", "h100", _Unhashable(a=1))
+    assert_honest(v)
+    assert v.failure == "error" and "boom" in (v.rejected_reason or "") and v.schedule_id == "sch_unhashable"
 
 
 def test_a_megakernel_vm_that_is_not_installed_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

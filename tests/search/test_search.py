@@ -144,6 +144,17 @@ def test_the_cache_is_trusted_only_for_the_same_program(tmp_path: Path) -> None:
     assert all(entries[sid]["program_sha256"] == sha for sid, sha in by_id.items() if sha)
 
 
+def test_a_shared_cache_never_trusts_another_vm_of_the_same_name(tmp_path: Path) -> None:
+    cache = tmp_path / "shared-cache.json"
+    options = SearchOptions("toy", "h100", budget=4, seed=3)
+    right = Search(options, tmp_path / "a", runner=PerturbedVM(delta=0.0), cache_path=cache).run()
+    assert right.incumbent is not None
+    wrong = Search(options, tmp_path / "b", runner=PerturbedVM(delta=1.0), cache_path=cache).run()
+    assert wrong.cache_hits == 0 and wrong.incumbent is None
+    again = Search(options, tmp_path / "c", runner=PerturbedVM(delta=1.0), cache_path=cache).run()
+    assert again.cache_hits > 0 and again.incumbent is None
+
+
 def test_each_distinct_rejection_leaves_one_counterexample(tmp_path: Path) -> None:
     result = search("toy", "h100", 14, tmp_path, seed=0, lowering=racy_prefetch_lowering)
     rejected = [t for t in result.trials if t.status == "rejected"]
