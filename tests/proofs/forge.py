@@ -12,7 +12,7 @@ from collections import deque
 from typing import Any
 
 from amkspec.ir import MegakernelProgram
-from amkspec.proofs.cert_check import FORMAT, VERSION
+from amkspec.proofs.cert_check import FORMAT, VERSION, CertificateRefused, check_certificate
 from amkspec.proofs.certificate import program_hash
 
 
@@ -23,6 +23,15 @@ def rebind(cert: Any, prog: MegakernelProgram) -> Any:
     out = copy.deepcopy(cert)
     out["program_sha256"] = program_hash(prog)
     return out
+
+
+def refused(prog: MegakernelProgram, cert: Any) -> bool:
+    """Whether the checker refuses ``cert``, rebound to ``prog``, for ``prog``."""
+    try:
+        check_certificate(prog, rebind(cert, prog))
+    except CertificateRefused:
+        return True
+    return False
 
 
 def _ids(value: Any) -> list[Any]:

@@ -16,16 +16,7 @@ from amkspec.ir import InstructionKind as K
 from amkspec.proofs import validate
 from amkspec.proofs.cert_check import CertificateRefused, check_certificate
 from amkspec.proofs.certificate import certify
-from tests.proofs.forge import forge, rebind
-
-
-def _refused(prog: MegakernelProgram, cert: dict[str, Any]) -> bool:
-    try:
-        check_certificate(prog, rebind(cert, prog))
-    except CertificateRefused:
-        return True
-    return False
-
+from tests.proofs.forge import forge, refused
 
 # -- GEMM_TILE m_off / M_tile: the row part of M401 --------------------------------------------
 
@@ -66,8 +57,8 @@ def test_gemm_row_claims_are_refused_exactly_when_m401_rejects(
     assert set(codes) <= {"M401"}
     good = _gemm((2, 4), {"m_off": 0, "M_tile": 2})
     assert validate(good).ok
-    assert _refused(prog, certify(good)) is rejected
-    assert _refused(prog, forge(prog)) is rejected
+    assert refused(prog, certify(good)) is rejected
+    assert refused(prog, forge(prog)) is rejected
     if not rejected:
         check_certificate(prog, certify(prog))
 
@@ -82,13 +73,18 @@ def _tile_step(n_tile: int | None, n_off: int = 0, out: Any = "final") -> dict[s
     return {"op": int(K.GEMV_TILE), "args": [{"in": 0}, {"in": 1}], "params": params, "out": out}
 
 
+def _operands(b: ProgramBuilder) -> tuple[int, int, int, int]:
+    """``x`` (an input row of 16), ``w`` (16 × 16), ``h`` (an activation row) and ``y`` (the output)."""
+    return (b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 16)),
+            b.new_buffer("w", BufferKind.WEIGHT, DType.F32, (16, 16)),
+            b.new_buffer("h", BufferKind.ACTIVATION, DType.F32, (1, 16)),
+            b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 16)))
+
+
 def _fused(*recipes: list[dict[str, Any]]) -> MegakernelProgram:
     """FUSED tasks (one per recipe) that write ``h``, all signalling one counter; a COPY reads ``h``."""
     b = ProgramBuilder()
-    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 16))
-    w = b.new_buffer("w", BufferKind.WEIGHT, DType.F32, (16, 16))
-    h = b.new_buffer("h", BufferKind.ACTIVATION, DType.F32, (1, 16))
-    y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 16))
+    x, w, h, y = _operands(b)
     c = b.new_counter("f")
     for n, steps in enumerate(recipes):
         b.add_task(K.FUSED, [x, w], [h], out_counter=c, params={"recipe": {"steps": steps}}, label=f"f{n}")
@@ -111,8 +107,8 @@ GOOD = _fused([_tile_step(16)])
 def test_a_fused_coverage_gap_refuses_a_rebound_certificate(prog: MegakernelProgram) -> None:
     assert "R308" in validate(prog).codes
     assert validate(GOOD).ok
-    assert _refused(prog, certify(GOOD))
-    assert _refused(prog, forge(prog))
+    assert refused(prog, certify(GOOD))
+    assert refused(prog, forge(prog))
 
 
 @pytest.mark.parametrize(
@@ -134,18 +130,15 @@ def test_a_fused_write_the_checker_cannot_bound_covers_nothing() -> None:
     reader is refused whatever the certificate."""
     prog = _fused([_tile_step(None)])
     assert not validate(prog).ok
-    assert _refused(prog, forge(prog))
-    assert _refused(prog, certify(GOOD))
+    assert refused(prog, forge(prog))
+    assert refused(prog, certify(GOOD))
 
 
 def test_a_fused_write_the_checker_cannot_bound_still_orders_as_the_whole_buffer() -> None:
     """An unbounded FUSED write next to a COPY that covers ``h``: the two writers overlap (the
     FUSED one counts as the whole buffer), so without a path between them the checker refuses."""
     b = ProgramBuilder()
-    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 16))
-    w = b.new_buffer("w", BufferKind.WEIGHT, DType.F32, (16, 16))
-    h = b.new_buffer("h", BufferKind.ACTIVATION, DType.F32, (1, 16))
-    y = b.new_buffer("y", BufferKind.IO_OUTPUT, DType.F32, (1, 16))
+    x, w, h, y = _operands(b)
     c = b.new_counter("c")
     b.add_task(K.FUSED, [x, w], [h], out_counter=c, params={"recipe": {"steps": [_tile_step(None)]}})
     b.add_task(K.COPY, [x], [h], out_counter=c, label="cover")
