@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
@@ -14,14 +13,6 @@ from amkspec.cli.interrupt import interruptible
 from amkspec.cli.params import TIMEOUT
 from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 from amkspec.ir import MegakernelProgram
-
-
-def _smt() -> Any:
-    try:
-        import amkspec.smt.explain as explain_mod
-    except ImportError as exc:  # z3 is an optional extra
-        fail(f"this command needs the smt extra (pip install amkspec[smt]): {exc}")
-    return explain_mod
 
 
 @main.command()
@@ -43,7 +34,7 @@ def explain(
     finding: int | None,
 ) -> None:
     """Explain a verdict: each rejection witnessed (with a replayed trace) or rule-only; or the proofs."""
-    mod = _smt()
+    import amkspec.smt.explain as mod  # z3: a missing smt extra is a usage error (cli.base.missing_extra)
     from amkspec.smt.witness import render_dot, render_text
 
     prog = load_program(file)
@@ -157,10 +148,7 @@ def prove_rules(
     max_tasks: int, rules: str, names: tuple[str, ...], timeout: float | None, as_json: bool
 ) -> None:
     """Bounded soundness theorems: no program passing the rules has a racy or stuck execution."""
-    try:
-        from amkspec.smt.theorems import THEOREMS, prove
-    except ImportError as exc:
-        fail(f"this command needs the smt extra (pip install amkspec[smt]): {exc}")
+    from amkspec.smt.theorems import THEOREMS, prove
     unknown = set(names) - {t.name for t in THEOREMS}
     if unknown:
         fail(

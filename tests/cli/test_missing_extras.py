@@ -9,31 +9,35 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import EXAMPLES, ROOT
 
-_WITHOUT_TORCH = """
+_WITHOUT = """
 import sys
-sys.modules["torch"] = None
+sys.modules[sys.argv.pop(1)] = None
 from amkspec.launch import main
 main()
 """
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("module", "extra", "args"),
     [
-        ("lower", "toy"),
-        ("schema", "--config"),
-        ("weights", "toy", "-o", "{d}/w.npz"),
-        ("propose", "toy", "--target", "h100"),
+        ("torch", "vm", ("lower", "toy")),
+        ("torch", "vm", ("schema", "--config")),
+        ("torch", "vm", ("weights", "toy", "-o", "{d}/w.npz")),
+        ("torch", "vm", ("propose", "toy", "--target", "h100")),
+        ("z3", "smt", ("explain", "{examples}/spec_example.json")),
+        ("z3", "smt", ("prove-rules", "--max-tasks", "2")),
     ],
-    ids=lambda args: args[0],
+    ids=lambda v: v[0] if isinstance(v, tuple) else v,
 )
-def test_a_missing_vm_extra_is_a_usage_error_naming_it(tmp_path: Path, args: tuple[str, ...]) -> None:
-    argv = [a.format(d=tmp_path) for a in args]
-    done = subprocess.run([sys.executable, "-c", _WITHOUT_TORCH, *argv],
+def test_a_missing_extra_is_a_usage_error_naming_it(
+    tmp_path: Path, module: str, extra: str, args: tuple[str, ...]
+) -> None:
+    argv = [a.format(d=tmp_path, examples=EXAMPLES) for a in args]
+    done = subprocess.run([sys.executable, "-c", _WITHOUT, module, *argv],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("amkspec: error: "), done.stderr
-    assert "needs the vm extra (pip install 'amkspec[vm]')" in done.stderr
+    assert f"needs the {extra} extra (pip install 'amkspec[{extra}]')" in done.stderr
     assert list(tmp_path.iterdir()) == []
