@@ -531,18 +531,22 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
                 users_a.append(pos)
                 users_b.append(pos)
                 continue
-            if (users_a := users_of(a)) is None:  # type: ignore[assignment]
+            found = users_of(a)
+            if found is None:
                 users_a = users[a] = [pos]
             else:
-                users_a.append(pos)
+                users_a = found
+                found.append(pos)
             if b == a:
                 repeats.append(pos)
                 last_a = None
                 continue
-            if (users_b := users_of(b)) is None:  # type: ignore[assignment]
+            found = users_of(b)
+            if found is None:
                 users_b = users[b] = [pos]
             else:
-                users_b.append(pos)
+                users_b = found
+                found.append(pos)
             last_a, last_b = a, b
         else:
             for b in refs:
