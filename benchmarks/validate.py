@@ -1,6 +1,6 @@
 """Benchmark of ``amkspec.validate`` against the real original validator, in the same process.
 
-Run: ``python3 benchmarks/validate.py [--baseline PATH] [--repeat N] [--scaling 1000,...] [--write-docs]``.
+Run: ``python3 benchmarks/validate.py [--baseline PATH] [--repeat N] [--scaling 1000,...] [--write-results]``.
 
 Per program family (see ``programs.py``: layered 8k and 100k, chain, wide, the original's lowered
 toy models and its own fixtures) it prints the median process-CPU time of amkspec's ``validate()``

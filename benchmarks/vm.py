@@ -176,10 +176,11 @@ def launch_compare(model: ModelConfig, steps: int, repeats: int, base: Baseline)
     return line, row, row_split
 
 
-def build_compare(model: ModelConfig, repeats: int, base: Baseline | None) -> str:
+def build_compare(model: ModelConfig, repeats: int, base: Baseline | None) -> tuple[str, str]:
     """Median CPU ms to build a VM for the model's step-0 program: amkspec's constructor whole, and
     the two parts that grow with the program (its snapshot, spec §2.4, and ``validate()``), next
-    to the original's constructor (which validates too, and keeps the caller's program)."""
+    to the original's constructor (which validates too, and keeps the caller's program); printed
+    and as a Markdown row."""
     prog = lower(model, "h100", CONFIG, pos=0, compat=True)
 
     def ms(build: Callable[[], object]) -> float:
@@ -191,12 +192,16 @@ def build_compare(model: ModelConfig, repeats: int, base: Baseline | None) -> st
         return statistics.median(times) * 1e3
 
     whole, copied = ms(lambda: ReferenceVM(prog)), ms(lambda: snapshot(prog))
+    checked = ms(lambda: validate(prog))
     line = f"  {model.name:8s} {len(prog.tasks):5d} tasks: ReferenceVM() {whole:7.2f} ms "
-    line += f"(snapshot {copied:6.2f}, validate {ms(lambda: validate(prog)):6.2f})"
+    line += f"(snapshot {copied:6.2f}, validate {checked:6.2f})"
+    original = "-"
     if base is not None:
         theirs, weights, orig_vm = base.program(dumps(prog)), make_weights(model), base.reference_vm()
-        line += f"; original {ms(lambda: orig_vm.ReferenceVM(theirs, weights)):7.2f} ms"
-    return line
+        original = f"{ms(lambda: orig_vm.ReferenceVM(theirs, weights)):.2f}"
+        line += f"; original {original} ms"
+    row = f"| {model.name} | {len(prog.tasks)} | {whole:.2f} | {copied:.2f} | {checked:.2f} | {original} |"
+    return line, row
 
 
 def main() -> None:
@@ -205,7 +210,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--skip-medium", action="store_true")
     parser.add_argument("--write-results", action="store_true",
-                        help="write the per-launch table to benchmarks/results/vm_vs_original.md")
+                        help="write the tables to benchmarks/results/ (vm_*.md)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (1: tiny ops are dominated by thread wake-ups)")
     add_baseline_argument(parser)
@@ -233,8 +238,14 @@ def main() -> None:
         write_result("vm_vs_original.md", rows)
         write_result("vm_time_split.md", splits)
     print(f"building a VM (median ms of {5 * args.repeats})")
+    builds = ["| model | tasks | ReferenceVM() ms | of which snapshot ms | of which validate ms "
+              "| original's constructor ms |", "|---|---:|---:|---:|---:|---:|"]
     for m in models:
-        print(build_compare(m, 5 * args.repeats, base))
+        line, row = build_compare(m, 5 * args.repeats, base)
+        print(line)
+        builds.append(row)
+    if args.write_results:
+        write_result("vm_build.md", builds)
     print("scratch bytes (activations): no reuse -> graph_color")
     for m in models:
         none, coloured = scratch(m)
