@@ -96,7 +96,8 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     with F16 scales (single sequence only). ``dtype`` may be given by name. ``config``
     None means the original's auto tiling (width 32). With a target, ``config.sm_assignment`` is
     resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None
-    for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments and
+    for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments (a
+    ``quant`` :class:`QuantSpec` refuses, a target record whose ``num_sms`` is not an int ≥ 1) and
     :class:`~amkspec.lower.knobs.ConfigError` on a config :func:`~amkspec.lower.knobs.check` refuses
     (a named ``sm_assignment`` without a target included, unless ``compat``). ``config`` may be
     a JSON-style mapping; either way what is lowered and recorded is the config the knob checks
