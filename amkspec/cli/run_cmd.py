@@ -31,7 +31,7 @@ from amkspec.cli.files import (
 )
 from amkspec.cli.params import SEED
 from amkspec.exit_codes import EXIT_REJECTED
-from amkspec.ir import IR_VERSION, TARGETS, AmkspecError, BufferKind, DType, MegakernelProgram, ScheduleConfig
+from amkspec.ir import TARGETS, AmkspecError, BufferKind, DType, MegakernelProgram, ScheduleConfig
 
 if TYPE_CHECKING:  # torch is imported only when a command that needs it runs
     import torch
@@ -65,8 +65,13 @@ def _quant(bits: str | None, group: int) -> Any:
         fail(str(exc))
 
 
-def read_config(path: str | None) -> ScheduleConfig | None:
-    """A ScheduleConfig from a JSON file: the config object itself, or a program holding one."""
+def read_config(path: str | None) -> dict[str, Any] | None:
+    """The ScheduleConfig document of a JSON file: the config object itself, or a program's ``config``.
+
+    The document is returned as written: :func:`amkspec.lower.lower` judges it with the knob checks
+    (:func:`amkspec.lower.knobs.require_valid`), as ``evaluate`` and the JSON Schema do, so a wrong
+    knob is a ``knob:type``/``knob:range``/``knob:unknown`` issue (exit 2).
+    """
     if path is None:
         return None
     doc = read_json_file(path, "a JSON config")
@@ -74,13 +79,7 @@ def read_config(path: str | None) -> ScheduleConfig | None:
         doc = doc.get("config")
     if not isinstance(doc, dict):
         fail(f"{path}: expected a ScheduleConfig object")
-    shell = {"ir_version": IR_VERSION, "buffers": [], "counters": [], "tasks": [], "config": doc}
-    try:
-        config = amkspec.ir.from_dict(shell).config
-    except amkspec.ir.AmkspecError as exc:
-        fail(f"{path}: {exc}")
-    assert config is not None
-    return config
+    return doc
 
 
 VM_CHOICE = click.Choice(vms.VM_NAMES)
@@ -145,10 +144,11 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
 
 
 def _typed_inputs(prog: MegakernelProgram, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """JSON numbers become arrays of each IO_INPUT's dtype class (int32 or float32); integers outside
-    int32 stay as they are, so that binding refuses them instead of wrapping around."""
+    """JSON numbers become arrays of each IO_INPUT's dtype class (int32 or float32). For an integer
+    input only whole numbers within int32 convert (``7`` or ``7.0``); anything else (``7.9``, a
+    number outside int32) stays as it is, so that binding refuses it (spec §2: a conversion must be
+    lossless) instead of truncating or wrapping it."""
     out = dict(raw)
-    int32 = np.iinfo(np.int32)
     for buf in prog.buffers:
         value = out.get(buf.name)
         if buf.kind is not BufferKind.IO_INPUT or not isinstance(value, np.ndarray):
@@ -157,9 +157,19 @@ def _typed_inputs(prog: MegakernelProgram, raw: Mapping[str, Any]) -> dict[str, 
             continue
         if not buf.dtype.is_integer:
             out[buf.name] = value.astype(np.float32)
-        elif value.size == 0 or (int32.min <= value.min() and value.max() <= int32.max):
+        elif _whole_int32(value):
             out[buf.name] = value.astype(np.int32)
     return out
+
+
+def _whole_int32(value: np.ndarray) -> bool:
+    """Every element is a whole number within int32 (so casting it to int32 loses nothing)."""
+    if value.size == 0:
+        return True
+    int32 = np.iinfo(np.int32)
+    if value.dtype.kind == "f" and not bool(np.all(np.isfinite(value) & (value == np.trunc(value)))):
+        return False
+    return bool(int32.min <= value.min() and value.max() <= int32.max)
 
 
 def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None:

@@ -79,7 +79,7 @@ def greedy_decode(
     prompt: Sequence[int] | Sequence[Sequence[int]],
     steps: int,
     *,
-    config: ScheduleConfig | None = None,
+    config: ScheduleConfig | Mapping[str, Any] | None = None,
     target: GpuTarget | str | None = None,
     dtype: DType = DType.F32,
     weights: Mapping[str, Any] | None = None,

@@ -22,13 +22,13 @@ from typing import Any
 import attrs
 
 from amkspec.ir import GpuTarget, MegakernelProgram, ScheduleConfig
+from amkspec.ir.opcodes import INT32_MAX
 from amkspec.lower.errors import LoweringError
 from amkspec.proofs.outputs import MAX_THREADS_PER_BLOCK, WARP
 
 MAX_BATCH = 1024
 """The largest decode batch the lowering accepts (sequences decoded in lockstep)."""
 
-INT32_MAX = 2**31 - 1
 GATE_UP_SILU = ("gate", "up", "silu")
 """Fusion group: a layer's gate and up projections and their SwiGLU as one FUSED task."""
 O_RESIDUAL = ("o", "residual")
@@ -187,6 +187,14 @@ def show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def key_name(key: Any, limit: int) -> str:
+    """A document key as a path component that names it exactly: a plain ASCII identifier as it is
+    (``warp_specialize``), anything else JSON-quoted and escaped by :func:`show` (``"pipelining_depth "``)."""
+    if isinstance(key, str) and key.isascii() and key.isidentifier() and len(key) <= limit:
+        return key
+    return show(key, limit)
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -282,7 +290,7 @@ def _check_tiling(tiling: Any, target: GpuTarget | None) -> Iterator[KnobIssue]:
         yield KnobIssue("tiling", f"must be an object of sections, got {show(tiling)}", TYPE)
         return
     for section, body in tiling.items():
-        path = f"tiling.{clip(section, 24) if isinstance(section, str) else show(section, 24)}"
+        path = f"tiling.{key_name(section, 24)}"
         if section not in TILING_SECTIONS:
             yield KnobIssue(path, f"unknown tiling section (known: {', '.join(TILING_SECTIONS)})", UNKNOWN)
         elif not isinstance(body, Mapping):
@@ -315,8 +323,8 @@ def _structure_issues(doc: Any, target: GpuTarget | None) -> list[KnobIssue]:
         elif key in KNOB_BY_PATH:
             issues.extend(_check_value(KNOB_BY_PATH[key], value, target))
         else:
-            name = clip(key, 40) if isinstance(key, str) else show(key, 40)
-            issues.append(KnobIssue(name, f"unknown knob (known: {', '.join(TOP_LEVEL)})", UNKNOWN))
+            issues.append(KnobIssue(key_name(key, 40), f"unknown knob (known: {', '.join(TOP_LEVEL)})",
+                                    UNKNOWN))
     return issues
 
 

@@ -36,13 +36,20 @@ def resolve_model(model: ModelConfig | str) -> ModelConfig:
 
 
 def resolve_target(target: GpuTarget | str | None) -> GpuTarget | None:
-    """A built-in target by name, or the record itself."""
-    if target is None or isinstance(target, GpuTarget):
-        return target
-    try:
-        return TARGETS[target]
-    except (KeyError, TypeError):
-        raise LoweringError(f"unknown target {target!r} (known: {', '.join(TARGETS)})") from None
+    """A built-in target by name, or the record itself, whose ``num_sms`` must be an int ≥ 1: the
+    lowering places tasks on SMs ``[0, num_sms)`` and caps split-KV shards by it (spec §5)."""
+    if target is None:
+        return None
+    if not isinstance(target, GpuTarget):
+        try:
+            return TARGETS[target]
+        except (KeyError, TypeError):
+            raise LoweringError(f"unknown target {target!r} (known: {', '.join(TARGETS)})") from None
+    sms = target.num_sms
+    if type(sms) is not int or sms < 1:
+        shown = sms if type(sms) is int and sms.bit_length() <= 64 else f"a {type(sms).__name__}"
+        raise LoweringError(f"target {target.name!r} has num_sms {shown}: it must be an int of at least 1")
+    return target
 
 
 def _dtype(dtype: DType | str) -> DType:
@@ -58,11 +65,12 @@ def _quant(quant: QuantSpec | Mapping[str, int] | None) -> QuantSpec | None:
     if quant is None or isinstance(quant, QuantSpec):
         return quant
     if not isinstance(quant, Mapping):
-        raise LoweringError(f"bad quant {quant!r}: give a QuantSpec or {{'bits': 4|8, 'group': G}}")
+        raise LoweringError(f"bad quant (a {type(quant).__name__}): give a QuantSpec or "
+                            "{'bits': 4|8, 'group': G}")
     try:
         return QuantSpec(**quant)
     except (TypeError, ValueError) as exc:
-        raise LoweringError(f"bad quant {dict(quant)!r}: {exc}") from None
+        raise LoweringError(f"bad quant: {exc}") from None
 
 
 def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
@@ -88,7 +96,8 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     with F16 scales (single sequence only). ``dtype`` may be given by name. ``config``
     None means the original's auto tiling (width 32). With a target, ``config.sm_assignment`` is
     resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None
-    for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments and
+    for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments (a
+    ``quant`` :class:`QuantSpec` refuses, a target record whose ``num_sms`` is not an int ≥ 1) and
     :class:`~amkspec.lower.knobs.ConfigError` on a config :func:`~amkspec.lower.knobs.check` refuses
     (a named ``sm_assignment`` without a target included, unless ``compat``). ``config`` may be
     a JSON-style mapping; either way what is lowered and recorded is the config the knob checks

@@ -74,7 +74,9 @@ def _load_balance(prog: MegakernelProgram, target: GpuTarget) -> None:
     for a, b in dependency_edges(prog):
         if a != b:
             preds[b].append(a)
-    free = np.zeros(target.num_sms)
+    # The first minimum never lies past the first SM still unused, so no task goes beyond SM
+    # len(tasks) - 1: the SMs past that are never looked at (a huge num_sms allocates nothing).
+    free = np.zeros(min(target.num_sms, len(prog.tasks)))
     finish: dict[int, float] = {}
     for task in prog.tasks:
         ready = max((finish.get(p, 0.0) for p in preds[task.id]), default=0.0)

@@ -1,8 +1,9 @@
 """Logit agreement between a run and the eager model (the lowering guide, "The decode loop and the oracle").
 
 Both tensors go to float32 rows ``[rows, vocab]``. The check PASSES iff
-``|test − ref| ≤ atol + rtol·|ref|`` everywhere, every test value is finite, and at least 99% of
-rows have the same argmax (with one row: the argmax must match).
+``|test − ref| ≤ atol + rtol·|ref|`` everywhere, every test value is finite, and every row has the
+same argmax (``top1_agreement`` is 1). The original passes at 99% of rows; amkspec does not (the
+lowering differences page): one wrong next token in a batch is a wrong decode.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ TOLERANCES: dict[DType, tuple[float, float]] = {
 
 DEFAULT_TOLERANCE = (3e-2, 3e-2)
 """(atol, rtol) for any other dtype."""
-
-MIN_TOP1 = 0.99
 
 
 @attrs.frozen
@@ -58,8 +57,10 @@ def compare_logits(test: torch.Tensor, ref: torch.Tensor, dtype: DType = DType.F
     max_abs = float(diff[finite].max()) if finite.any() else float("nan")
     rel = diff / (r.abs() + 1e-12)
     max_rel = float(rel[finite].max()) if finite.any() else float("nan")
-    top1 = float((t.argmax(-1) == r.argmax(-1)).float().mean())
+    agree = t.argmax(-1) == r.argmax(-1)
+    top1 = float(agree.float().mean())
     kl = float(torch.nn.functional.kl_div(t.log_softmax(-1), r.log_softmax(-1), log_target=True,
                                           reduction="batchmean"))
-    passed = bool(torch.isfinite(t).all()) and torch.allclose(t, r, atol=atol, rtol=rtol) and top1 >= MIN_TOP1
+    every_row = agree.numel() > 0 and bool(agree.all())  # no rows compared is no agreement
+    passed = bool(torch.isfinite(t).all()) and torch.allclose(t, r, atol=atol, rtol=rtol) and every_row
     return LogitCheck(passed, max_abs, max_rel, top1, kl, atol, rtol)

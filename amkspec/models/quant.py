@@ -13,6 +13,7 @@ import attrs
 import torch
 
 from amkspec.ir import DType
+from amkspec.ir.opcodes import INT32_MAX
 from amkspec.models.config import ModelConfig
 from amkspec.semantics.quant import dequantize, quantize
 
@@ -22,16 +23,24 @@ PROJECTIONS = ("attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.o_proj", "mlp.
 
 @attrs.frozen
 class QuantSpec:
-    """How to quantize: ``bits`` 4 (I4, packed) or 8 (I8), groups of ``group`` columns along K."""
+    """How to quantize: ``bits`` 4 (I4, packed) or 8 (I8), groups of ``group`` columns along K.
+
+    Both are plain ints (a bool or a float is refused): ``group`` becomes the GEMV's int32 param
+    ``group`` (spec §7.7), so it must lie in ``[1, INT32_MAX]``; anything else raises ValueError.
+    """
 
     bits: int = 4
     group: int = 128
 
     def __attrs_post_init__(self) -> None:
+        for name, value in (("bits", self.bits), ("group", self.group)):
+            if type(value) is not int:
+                raise ValueError(f"quantization {name} must be an int, got {type(value).__name__}")
         if self.bits not in (4, 8):
-            raise ValueError(f"quantization bits must be 4 or 8, got {self.bits}")
-        if self.group < 1:
-            raise ValueError(f"quantization group must be positive, got {self.group}")
+            raise ValueError(f"quantization bits must be 4 or 8, got {_shown(self.bits)}")
+        if not 1 <= self.group <= INT32_MAX:
+            raise ValueError(f"quantization group must be in [1, {INT32_MAX}] (an int32 param), "
+                             f"got {_shown(self.group)}")
 
     @property
     def qdtype(self) -> DType:
@@ -40,6 +49,11 @@ class QuantSpec:
     def to_meta(self, n_keys: int) -> dict[str, object]:
         """The ``meta.quant`` record of a quantized program."""
         return {"group": self.group, "bits": self.bits, "symmetric": True, "n_keys": n_keys}
+
+
+def _shown(value: int) -> str:
+    """``value`` in decimal, or its size when the decimal would be unreadably (or unprintably) long."""
+    return str(value) if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
 
 
 def quantized_keys(config: ModelConfig) -> list[str]:
