@@ -55,7 +55,10 @@ class ReferenceVM:
     """
 
     def __init__(
-        self, program: MegakernelProgram, *, policy: Policy | None = None,
+        self,
+        program: MegakernelProgram,
+        *,
+        policy: Policy | None = None,
         _unsafe_skip_validation: bool = False,
     ) -> None:
         program = snapshot(program)  # spec §2.4: what runs is exactly what was validated
@@ -65,7 +68,7 @@ class ReferenceVM:
 
             self.validation = validate(program)
             if not self.validation.ok:
-                raise RefusedProgram(self.validation)
+                raise RefusedProgram(self.validation, vm="ReferenceVM")
         self.program = program
         self.policy: Policy = policy or ListOrder()
         self.plan = Plan.build(program)
@@ -79,8 +82,12 @@ class ReferenceVM:
         self._kv = {}
 
     def run(
-        self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any] | None = None,
-        *, policy: Policy | None = None,
+        self,
+        weights: Mapping[str, Any],
+        inputs: Mapping[str, Any],
+        kv: Mapping[str, Any] | None = None,
+        *,
+        policy: Policy | None = None,
     ) -> dict[str, Tensor]:
         """One launch (one forward pass); see the class docstring."""
         t0 = time.perf_counter()

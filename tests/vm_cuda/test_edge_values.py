@@ -50,7 +50,10 @@ def test_float_op_result_to_integer_edges(dst: DType) -> None:
     """A float32 result (ADD x + 0) stored into an integer output."""
     n = len(EDGES)
     zero = torch.zeros(1, n)
-    ins = [Operand("x", DType.F32, (1, n), value=edges(DType.F32)), Operand("z", DType.F32, (1, n), value=zero)]
+    ins = [
+        Operand("x", DType.F32, (1, n), value=edges(DType.F32)),
+        Operand("z", DType.F32, (1, n), value=zero),
+    ]
     check(K.ADD, ins, [out("o", dst, (1, n))], {}, exact=True)
 
 
