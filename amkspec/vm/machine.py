@@ -55,10 +55,7 @@ class ReferenceVM:
     """
 
     def __init__(
-        self,
-        program: MegakernelProgram,
-        *,
-        policy: Policy | None = None,
+        self, program: MegakernelProgram, *, policy: Policy | None = None,
         _unsafe_skip_validation: bool = False,
     ) -> None:
         program = snapshot(program)  # spec §2.4: what runs is exactly what was validated
@@ -82,12 +79,8 @@ class ReferenceVM:
         self._kv = {}
 
     def run(
-        self,
-        weights: Mapping[str, Any],
-        inputs: Mapping[str, Any],
-        kv: Mapping[str, Any] | None = None,
-        *,
-        policy: Policy | None = None,
+        self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any] | None = None,
+        *, policy: Policy | None = None,
     ) -> dict[str, Tensor]:
         """One launch (one forward pass); see the class docstring."""
         t0 = time.perf_counter()
