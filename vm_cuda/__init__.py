@@ -4,7 +4,7 @@
 
     from vm_cuda import MegakernelVM
     vm = MegakernelVM(program, backend="cpu", timeout_s=2.0)   # RefusedProgram if validate() rejects it
-    out = vm.run(weights, inputs, kv=None)   # exactly what ReferenceVM(program).run(...) returns
+    out = vm.run(weights, inputs, kv=None)   # what ReferenceVM(program).run(...) returns (spec §8.8)
     vm.last_status.kind                      # "OK" | "TIMEOUT" | "FAULT"
 """
 

@@ -11,7 +11,7 @@ def main() -> int:
     """Build (or find in the cache) the release CPU build and print its path."""
     try:
         path = build_library("release")
-    except BuildError as exc:
+    except (BuildError, OSError) as exc:  # no compiler, a compile error, an unusable cache
         print(f"vm_cuda: {exc}", file=sys.stderr)
         return 2
     print(path)

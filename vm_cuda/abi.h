@@ -117,7 +117,8 @@ enum amk_abort_t {
 typedef uint32_t amk_counter_t;
 
 /* One task's scalar params: amkspec.ir.PARAM_LAYOUT order, 19 int32 then 3 float (88 bytes).
- * A param the task does not set is 0 / 0.0f. */
+ * A param the task does not set holds its amkspec.ir.PARAM_DEFAULTS value for the opcode,
+ * else 0 / 0.0f; amk_instruction_t.param_mask tells which were given or defaulted. */
 typedef struct amk_params_t {
   int32_t K, N, M, N_tile, M_tile, n_off, m_off, hidden, vocab, head_dim, n_heads, n_kv_heads,
       kv_start, kv_len, pos, qdtype, group, flags, dim;
@@ -215,6 +216,21 @@ AMK_STATIC_ASSERT(offsetof(amk_instruction_t, out_counter) == 128, "out_counter 
 AMK_STATIC_ASSERT(offsetof(amk_instruction_t, params) == 136, "params at 136");
 AMK_STATIC_ASSERT(offsetof(amk_instruction_t, step_first) == 224, "step_first at 224");
 AMK_STATIC_ASSERT(sizeof(amk_status_t) == 64, "amk_status_t is 64 bytes");
+AMK_STATIC_ASSERT(offsetof(amk_status_t, fault_code) == 4, "fault_code at 4");
+AMK_STATIC_ASSERT(offsetof(amk_status_t, blocks_done) == 28, "blocks_done at 28");
+AMK_STATIC_ASSERT(offsetof(amk_status_t, executed) == 32, "executed at 32");
 AMK_STATIC_ASSERT(sizeof(amk_image_header_t) == 128, "amk_image_header_t is 128 bytes");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, num_sms) == 12, "num_sms at 12");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, image_bytes) == 40, "image_bytes at 40");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, timeout_ns) == 48, "timeout_ns at 48");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, status_off) == 56, "status_off at 56");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, buffers_off) == 64, "buffers_off at 64");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, instructions_off) == 72, "instructions_off at 72");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, queue_off_off) == 80, "queue_off_off at 80");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, queue_len_off) == 88, "queue_len_off at 88");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, queue_flat_off) == 96, "queue_flat_off at 96");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, counters_off) == 104, "counters_off at 104");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, data_off) == 112, "data_off at 112");
+AMK_STATIC_ASSERT(offsetof(amk_image_header_t, data_bytes) == 120, "data_bytes at 120");
 
 #endif /* AMK_ABI_H */

@@ -13,8 +13,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -94,21 +98,55 @@ def _source(name: str) -> list[str]:
     return ["-I", str(SOURCE_DIR), str(SOURCE_DIR / name)]
 
 
-def _compile(cmd: list[str], out: Path, what: str) -> str:
-    """Run ``cmd -o TMP`` and rename TMP to ``out`` only on success (a cache entry is never
-    half-written: an interrupted or failed build leaves nothing behind); the tool's output."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
-    os.close(fd)
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """While the block runs, SIGTERM raises ``SystemExit(143)`` instead of ending the process at
+    once, so the ``finally`` clauses below run (only from the main thread, and only where SIGTERM
+    still has its default action: a handler someone installed is left alone)."""
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
     try:
-        proc = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise BuildError(f"{what} failed ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}")
-        os.replace(tmp, out)
+        yield
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return proc.stdout + proc.stderr
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _compile(cmd: list[str], out: Path, what: str) -> str:
+    """Run ``cmd -o TMP`` and rename TMP to ``out`` only on success; the tool's output.
+
+    A cache entry is never half-written, and a failed build, an exception or a SIGTERM while
+    compiling leaves nothing behind: the compiler is killed and waited for before TMP is removed
+    (otherwise it would go on writing TMP). Only an uncatchable SIGKILL can leave a TMP
+    (``<name>.XXXXXXXX`` next to the entry), which no later build reads."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _sigterm_unwinds():
+        tmp: str | None = None
+        proc = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".")
+            os.close(fd)
+            proc = subprocess.Popen(
+                [*cmd, "-o", tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            stdout, stderr = proc.communicate()
+            if proc.returncode != 0:
+                raise BuildError(f"{what} failed ({' '.join(cmd)}):\n{(stdout + stderr)[-4000:]}")
+            os.replace(tmp, out)
+        finally:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
+    return stdout + stderr
 
 
 def build_library(variant: str = "release") -> Path:

@@ -4,8 +4,10 @@
  * share a futex-backed barrier (__syncthreads) and a heap scratch area (the block's dynamic shared
  * memory); every block of the grid runs at once, as under a cooperative launch.
  *
- * Atomics use the __atomic builtins with sequentially consistent order, so ThreadSanitizer
- * sees the release (fence + atomicAdd) / acquire (atomicAdd(c, 0)) pairs of the protocol.
+ * Atomics use the __atomic builtins with sequentially consistent order, and the kernel's acquire
+ * is an acquire load (megakernel.cu amk_acquire: __atomic_load_n(c, __ATOMIC_ACQUIRE)), so
+ * ThreadSanitizer sees the release (fence + atomicAdd) / acquire (acquire load) pairs of the
+ * protocol.
  * __shared__ is deliberately not provided: opcodes communicate through ctx.smem only.
  */
 #ifndef AMK_HOST_SHIM_H

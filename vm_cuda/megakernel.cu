@@ -10,7 +10,8 @@
  *   2. __syncthreads() publishes go / stop to the block;
  *   3. every thread runs amk_dispatch (the opcode); a nonzero result claims FAULT;
  *   4. __syncthreads(); thread 0 releases: __threadfence() then atomicAdd(&counters[out], 1).
- * The same source builds for the CPU (host_shim.h: threads, std::barrier, __atomic builtins).
+ * The same source builds for the CPU (host_shim.h: threads, a per-block futex barrier, __atomic
+ * builtins).
  */
 #include "abi.h"
 

@@ -129,7 +129,7 @@ def refuse_rejected(program: MegakernelProgram, validation: Any = None) -> Any:
 
         validation = validate(program)
     if not validation.ok:
-        raise RefusedProgram(validation)
+        raise RefusedProgram(validation, vm="MegakernelVM")
     return validation
 
 
@@ -349,34 +349,25 @@ class Packer:
         """The image for one launch: ``bound`` maps buffer id → its tensor (amkspec.vm.binding.bind)."""
         n_ins = len(self.program.tasks)
         n_steps = self.n_steps
-        sections = [
-            ("status_off", layout.STATUS.itemsize),
-            ("buffers_off", self._table.nbytes),
-            ("instructions_off", self.instructions.nbytes),
-            ("queue_off_off", 4 * self.num_sms),
-            ("queue_len_off", 4 * self.num_sms),
-            ("queue_flat_off", 4 * max(n_ins, 1)),
-            ("counters_off", 4 * max(len(self.program.counters), 1)),
-            ("data_off", self._data_bytes),
-        ]
+        counts = {
+            "num_sms": self.num_sms,
+            "n_buffers": len(self._slots),
+            "n_counters": len(self.program.counters),
+            "n_instructions": n_ins,
+            "n_steps": n_steps,
+            "data_bytes": self._data_bytes,
+        }
         offsets: dict[str, int] = {}
         cursor = layout.align(layout.HEADER.itemsize)
-        for name, size in sections:
+        for name, size in section_sizes(counts):
             offsets[name] = cursor
             cursor += layout.align(max(size, 1))
         data = np.zeros(cursor, dtype=np.uint8)
         header = np.zeros((), dtype=layout.HEADER)
         header["magic"], header["abi_major"], header["abi_minor"] = layout.IMAGE_MAGIC, ABI_MAJOR, ABI_MINOR
-        header["num_sms"], header["n_buffers"] = self.num_sms, len(self._slots)
-        header["n_counters"], header["n_instructions"], header["n_steps"] = (
-            len(self.program.counters),
-            n_ins,
-            n_steps,
-        )
         header["threads_per_block"], header["image_bytes"] = self.threads_per_block, cursor
         header["timeout_ns"] = watchdog_ns(timeout_s)
-        header["data_bytes"] = self._data_bytes
-        for name, off in offsets.items():
+        for name, off in {**counts, **offsets}.items():
             header[name] = off
         _put(data, 0, header)
         table = self._table.copy()
@@ -476,8 +467,59 @@ class Unpacked:
         return self.data[start : start + nbytes]
 
 
+COUNTS = ("num_sms", "n_buffers", "n_counters", "n_instructions", "n_steps", "data_bytes")
+"""The header fields that size the sections (never negative)."""
+
+
+def section_sizes(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Each section's header offset field and its byte size, in image order (spec §8.2), from
+    the :data:`COUNTS`: what the packer lays out and what :func:`unpack` checks."""
+    return [
+        ("status_off", layout.STATUS.itemsize),
+        ("buffers_off", counts["n_buffers"] * layout.BUFFER.itemsize),
+        ("instructions_off", (counts["n_instructions"] + counts["n_steps"]) * layout.INSTRUCTION.itemsize),
+        ("queue_off_off", 4 * counts["num_sms"]),
+        ("queue_len_off", 4 * counts["num_sms"]),
+        ("queue_flat_off", 4 * max(counts["n_instructions"], 1)),
+        ("counters_off", 4 * max(counts["n_counters"], 1)),
+        ("data_off", counts["data_bytes"]),
+    ]
+
+
+def _check_layout(header: Mapping[str, int], size: int) -> None:
+    """:class:`PackError` unless every count is >= 0 and the sections lie in image order, each
+    ``IMAGE_ALIGN``-aligned, after the header and inside the ``size``-byte image."""
+    for name in COUNTS:
+        if header[name] < 0:
+            raise PackError(f"malformed ABI image: {name} is {header[name]}")
+    end = layout.HEADER.itemsize
+    for name, nbytes in section_sizes(header):
+        off = header[name]
+        if off % layout.IMAGE_ALIGN or off < end or off + nbytes > size:
+            raise PackError(
+                f"malformed ABI image: {name} {off} ({nbytes} bytes) is unaligned, overlaps the "
+                f"previous section or ends past the {size}-byte image"
+            )
+        end = off + nbytes
+
+
+def _queues(offs: np.ndarray, lens: np.ndarray, flat: np.ndarray, n_tasks: int) -> list[list[int]]:
+    """The per-SM queues; :class:`PackError` if one reaches outside the flat list or names no task."""
+    queues = []
+    for o, n in zip(offs.tolist(), lens.tolist(), strict=True):
+        if o < 0 or n < 0 or o + n > n_tasks:
+            raise PackError(f"malformed ABI image: a queue at {o} of length {n} in a list of {n_tasks}")
+        queue = flat[o : o + n].tolist()
+        if any(not 0 <= i < n_tasks for i in queue):
+            raise PackError(f"malformed ABI image: a queue names a task outside 0..{n_tasks - 1}")
+        queues.append(queue)
+    return queues
+
+
 def unpack(image: bytes | np.ndarray) -> Unpacked:
-    """Parse image bytes (image-relative ptrs) back into its sections; :class:`PackError` if malformed."""
+    """Parse image bytes (image-relative ptrs) back into its sections; :class:`PackError` if the
+    magic or size is wrong, a count is negative, a section is unaligned, out of order or outside
+    the image, or a queue reaches outside the task list."""
     data = np.frombuffer(image, dtype=np.uint8) if isinstance(image, bytes) else image
     if data.size < layout.HEADER.itemsize:
         raise PackError("an ABI image is at least a header long")
@@ -485,6 +527,7 @@ def unpack(image: bytes | np.ndarray) -> Unpacked:
     header = {name: int(h[name]) for name in layout.HEADER.names or ()}
     if header["magic"] != layout.IMAGE_MAGIC or header["image_bytes"] != data.size:
         raise PackError("not an ABI image (bad magic or size)")
+    _check_layout(header, data.size)
 
     def section(name: str, dtype: Any, count: int) -> np.ndarray:
         start = header[name]
@@ -493,8 +536,7 @@ def unpack(image: bytes | np.ndarray) -> Unpacked:
     n_tasks, n_sms = header["n_instructions"], header["num_sms"]
     ins = section("instructions_off", layout.INSTRUCTION, n_tasks + header["n_steps"])
     offs, lens = section("queue_off_off", "<i4", n_sms), section("queue_len_off", "<i4", n_sms)
-    flat = section("queue_flat_off", "<i4", max(n_tasks, 1))
-    queues = [[int(i) for i in flat[o : o + n]] for o, n in zip(offs, lens, strict=True)]
+    queues = _queues(offs, lens, section("queue_flat_off", "<i4", max(n_tasks, 1)), n_tasks)
     start = header["data_off"]
     return Unpacked(
         header,

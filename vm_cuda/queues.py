@@ -1,10 +1,11 @@
 """Per-SM queues of a program (spec §8.3: one block per SM queue).
 
-A task with ``sm`` set stays on that SM; the others are placed greedily on the least
-loaded SM (``est_bytes``, then task count). Every queue lists its tasks in one global
-order G: a topological order of the producer→consumer edges plus, for each SM, the
-task-list order of its pinned tasks (the order spec §3 gives a queue). Ordering every
-queue by one topological order G makes the launch deadlock-free: the blocked head with
+A task with ``sm`` set stays on that SM; the others are placed one by one, in order G, on
+the least loaded SM: an SM's load is the ``est_bytes`` of all its pinned tasks plus those of
+the tasks placed on it so far (ties: fewer tasks, then the lower SM). Every queue lists its
+tasks in one global order G: a topological order of the producer→consumer edges plus, for
+each SM, the task-list order of its pinned tasks (the order spec §3 gives a queue). Ordering
+every queue by one topological order G makes the launch deadlock-free: the blocked head with
 the smallest G position would need a producer earlier in G, which is either done or the
 head of another queue with a smaller position.
 """
@@ -56,14 +57,20 @@ def build_queues(program: MegakernelProgram, num_sms: int, allow_cycles: bool = 
     for task in program.tasks:
         if task.sm is not None and not 0 <= task.sm < num_sms:
             raise QueueError(f"task {task.describe()} is pinned to sm {task.sm}, outside a grid of {num_sms}")
-    heap = [(0, 0, sm) for sm in range(num_sms)]
+    load, count = [0] * num_sms, [0] * num_sms
+    for task in program.tasks:
+        if task.sm is not None:
+            load[task.sm] += max(task.est_bytes, 0)
+            count[task.sm] += 1
+    heap = [(load[sm], count[sm], sm) for sm in range(num_sms)]
+    heapq.heapify(heap)
     queues: list[list[int]] = [[] for _ in range(num_sms)]
     for i in global_order(program, allow_cycles):
         task = program.tasks[i]
         if task.sm is not None:
             queues[task.sm].append(i)
             continue
-        load, count, sm = heapq.heappop(heap)
+        least, n, sm = heapq.heappop(heap)
         queues[sm].append(i)
-        heapq.heappush(heap, (load + max(task.est_bytes, 0), count + 1, sm))
+        heapq.heappush(heap, (least + max(task.est_bytes, 0), n + 1, sm))
     return queues

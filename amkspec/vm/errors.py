@@ -10,12 +10,13 @@ from amkspec.ir import AmkspecError
 
 
 class RefusedProgram(AmkspecError, ValueError):
-    """``validate()`` rejected the program, so no VM may run it (spec §3). ``result`` is the report."""
+    """``validate()`` rejected the program, so no VM may run it (spec §3). ``result`` is the report;
+    ``vm`` names the VM that refused it in the message."""
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: Any, vm: str = "the VM") -> None:
         errors = list(getattr(result, "errors", []) or [])
         first = f"; first: {errors[0]}" if errors else ""
-        super().__init__(f"ReferenceVM refuses a program validate() rejected ({len(errors)} error(s){first})")
+        super().__init__(f"{vm} refuses a program validate() rejected ({len(errors)} error(s){first})")
         self.result = result
 
     def report(self) -> str:

@@ -65,7 +65,7 @@ class ReferenceVM:
 
             self.validation = validate(program)
             if not self.validation.ok:
-                raise RefusedProgram(self.validation)
+                raise RefusedProgram(self.validation, vm="ReferenceVM")
         self.program = program
         self.policy: Policy = policy or ListOrder()
         self.plan = Plan.build(program)

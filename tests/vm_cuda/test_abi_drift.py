@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,23 @@ def test_a_drifted_header_is_caught(cxx: str, tmp_path: Path, monkeypatch: pytes
     drifted = abi_probe.probe.__wrapped__()["records"]["amk_params_t"]["fields"]
     assert drifted != _numpy_fields(layout.PARAMS)
     assert drifted["N"] == [8, 4]
+
+
+_ASSERT = re.compile(r"AMK_STATIC_ASSERT\((?:sizeof\((\w+)\)|offsetof\((\w+), (\w+)\)) == (\d+),")
+
+
+def test_the_headers_static_asserts_cover_every_record_and_agree_with_the_layout() -> None:
+    """Every record asserts its size and at least one field offset, and every asserted number is the
+    packer's (so abi.h refuses to compile against a drifted layout even without the probe)."""
+    sizes: dict[str, int] = {}
+    offsets: dict[str, dict[str, int]] = {}
+    for size_of, struct, field, value in _ASSERT.findall((SOURCE_DIR / "abi.h").read_text()):
+        if size_of:
+            sizes[size_of] = int(value)
+        else:
+            offsets.setdefault(struct, {})[field] = int(value)
+    assert sizes == {struct: dtype.itemsize for struct, dtype in layout.RECORDS.items()}
+    assert set(offsets) == set(layout.RECORDS)
+    for struct, fields in offsets.items():
+        packer = _numpy_fields(layout.RECORDS[struct])
+        assert {f: packer[f][0] for f in fields} == fields, struct

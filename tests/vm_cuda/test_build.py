@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from vm_cuda import build
+from vm_cuda.__main__ import main
 from vm_cuda.build import BuildError
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _copy_sources(dst: Path) -> None:
@@ -44,7 +51,7 @@ def test_a_compile_error_is_a_build_error_with_the_compiler_output(
     with pytest.raises(BuildError, match="compiling the CPU build failed") as info:
         build.build_library()
     assert "this is not" in str(info.value)
-    assert not list((tmp_path / "cache").rglob("*.so"))
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]  # neither entry nor temp file
 
 
 def test_no_compiler_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,3 +74,56 @@ def test_the_sources_compile_warning_free_with_this_compiler(cxx: str, source: s
     cmd = [cxx, *flags, *build._source(source), "-o", str(tmp_path / "o")]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_python_m_vm_cuda_reports_an_unusable_cache_in_one_line(
+    cxx: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv("AMKSPEC_CACHE", str(not_a_dir))
+    assert main() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vm_cuda: ") and err.count("\n") == 1 and "Not a directory" in err
+
+
+_SLOW_COMPILER = """#!/bin/sh
+[ "$1" = --version ] && { echo slow-fake-compiler 1; exit 0; }
+for a; do out=$a; done
+echo partial > "$out"
+echo $$ > "$PIDFILE"
+exec sleep 60
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_sigterm_while_compiling_kills_the_compiler_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    """``python3 -m vm_cuda`` killed by SIGTERM mid-compile: exit 143, the compiler gone, nothing in
+    the cache (a fake compiler that writes its output and then hangs stands in for g++)."""
+    fake, pidfile, cache = tmp_path / "fake-cxx", tmp_path / "pid", tmp_path / "cache"
+    fake.write_text(_SLOW_COMPILER)
+    fake.chmod(0o755)
+    env = {**os.environ, "CXX": str(fake), "AMKSPEC_CACHE": str(cache), "PIDFILE": str(pidfile)}
+    proc = subprocess.Popen([sys.executable, "-m", "vm_cuda"], cwd=REPO, env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    compiler_pid = int(pidfile.read_text())
+    try:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=30)
+        assert not _running(compiler_pid)
+        assert not [p for p in cache.rglob("*") if p.is_file()]
+        assert rc == 128 + signal.SIGTERM
+    finally:
+        if _running(compiler_pid):
+            os.kill(compiler_pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()

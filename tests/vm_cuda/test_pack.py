@@ -8,17 +8,19 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amkspec import load
 from amkspec.ir import PARAM_DEFAULTS, PARAM_FIELDS, PARAM_LAYOUT, BufferKind, MegakernelProgram
 from amkspec.ir.graph import dependency_edges, writers_by_buffer
 from amkspec.strategies import valid_programs
+from amkspec.vm import ReferenceVM
 from amkspec.vm.binding import bind
 from amkspec.vm.errors import RefusedProgram
 from tests.conftest import EXAMPLES
 from tests.vm_cuda.operands import operands
 from vm_cuda import layout
-from vm_cuda.pack import Packer, pack, unpack
+from vm_cuda.pack import Packer, PackError, pack, unpack
 
 
 def _bound(program: MegakernelProgram) -> dict[int, torch.Tensor]:
@@ -28,8 +30,10 @@ def _bound(program: MegakernelProgram) -> dict[int, torch.Tensor]:
 
 def test_a_rejected_program_is_refused_unless_the_test_only_override_is_given() -> None:
     program = load(EXAMPLES / "rejected_partial_join.json")
-    with pytest.raises(RefusedProgram):
+    with pytest.raises(RefusedProgram, match=r"^MegakernelVM refuses a program validate\(\) rejected"):
         pack(program, _bound(program))
+    with pytest.raises(RefusedProgram, match=r"^ReferenceVM refuses"):  # each VM names itself
+        ReferenceVM(program)
     image = pack(program, _bound(program), _unsafe_skip_validation=True)
     assert unpack(image.tobytes()).header["n_instructions"] == len(program.tasks)
 
@@ -145,3 +149,69 @@ def test_a_fused_recipe_becomes_steps_over_table_indices_with_zeroed_scratch() -
     rec = got.buffers[scratch]
     assert (rec["dtype"], list(rec["shape"][:2]), rec["kind"]) == (DType.F16, [1, 4], BK.ACTIVATION)
     assert not got.storage(scratch, 8).any()
+
+
+def _small_image() -> np.ndarray:
+    program = load(EXAMPLES / "rejected_partial_join.json")
+    return pack(program, _bound(program), _unsafe_skip_validation=True).data
+
+
+_INT_RANGE = {"<u4": (0, 2**32 - 1), "<i4": (-(2**31), 2**31 - 1), "<i8": (-(2**63), 2**63 - 1)}
+
+
+@st.composite
+def corrupted_images(draw: st.DrawFn) -> np.ndarray:
+    """A good image with header fields set to arbitrary values and/or arbitrary bytes overwritten."""
+    data = _small_image().copy()
+    header = data[: layout.HEADER.itemsize].view(layout.HEADER)
+    names = list(layout.HEADER.names or ())
+    for name in draw(st.lists(st.sampled_from(names), max_size=3)):
+        lo, hi = _INT_RANGE[layout.HEADER.fields[name][0].str]  # type: ignore[index]
+        near = int(header[name][0])
+        header[name] = draw(st.integers(lo, hi) | st.integers(max(lo, near - 300), min(hi, near + 300)))
+    for _ in range(draw(st.integers(0, 4))):
+        data[draw(st.integers(0, data.size - 1))] = draw(st.integers(0, 255))
+    return data
+
+
+@settings(max_examples=300, deadline=None)
+@given(corrupted_images())
+def test_unpack_returns_or_raises_pack_error_for_any_corruption(data: np.ndarray) -> None:
+    try:
+        got = unpack(data.tobytes())
+    except PackError:
+        return
+    assert all(0 <= i < len(got.tasks) for q in got.queues for i in q)
+    assert got.data.size == got.header["data_bytes"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("num_sms", -1),
+        ("num_sms", 10**6),
+        ("n_instructions", -3),
+        ("n_buffers", 10**6),
+        ("instructions_off", 3),
+        ("buffers_off", 10**9),
+        ("queue_flat_off", 10**9),
+        ("data_bytes", -1),
+        ("counters_off", 0),
+    ],
+)
+def test_unpack_refuses_a_bad_count_or_offset(field: str, value: int) -> None:
+    data = _small_image().copy()
+    data[: layout.HEADER.itemsize].view(layout.HEADER)[field] = value
+    with pytest.raises(PackError, match="malformed ABI image"):
+        unpack(data.tobytes())
+
+
+@pytest.mark.parametrize(
+    ("section", "value"), [("queue_flat_off", 99), ("queue_len_off", -1), ("queue_off_off", 7)]
+)
+def test_unpack_refuses_a_queue_outside_the_task_list(section: str, value: int) -> None:
+    data = _small_image().copy()
+    off = int(data[: layout.HEADER.itemsize].view(layout.HEADER)[section][0])
+    data[off : off + 4].view("<i4")[0] = value
+    with pytest.raises(PackError, match="malformed ABI image: a queue"):
+        unpack(data.tobytes())

@@ -1,6 +1,7 @@
 /* Element access by runtime dtype (spec §1.2): portable bit conversions for F16, BF16 and
- * the F8 types (round to nearest even, as torch converts), integer conversions with torch's
- * truncate-then-wrap, and the two load/store paths of amkspec.semantics:
+ * the F8 types (round to nearest even, as torch converts), float -> integer conversions as
+ * x86-64 torch does them (amk_cvt_i32 / amk_cvt_i64 below: the one definition of that rule),
+ * and the two load/store paths of amkspec.semantics:
  *   amk_ld / amk_st     — "f32(t)" and the final cast of a float32 result;
  *   amk_ld_d / amk_st_d — the direct conversion of COPY/EMBED/KV_APPEND (exact through double).
  */
@@ -116,11 +117,21 @@ AMK_DEV uint8_t amk_f32_to_e5m2(float f) {
 
 /* ---------------------------------------------------------------- integers */
 
-/* torch float -> integer: truncate toward zero into int64, then wrap to the width */
-AMK_DEV int64_t amk_trunc_i64(double v) {
-  if (v != v) return INT64_MIN;
-  if (v >= 9.2233720368547758e18) return INT64_MAX;
-  if (v <= -9.2233720368547758e18) return INT64_MIN;
+/* Float -> integer, as the ReferenceVM's torch converts on x86-64 (C++ leaves an out-of-range
+ * conversion undefined; torch's kernels compile to cvttss2si / cvttsd2si, whose "integer
+ * indefinite" result is the minimum of the intermediate type):
+ *   truncate toward zero; NaN, ±inf or a result outside the intermediate type gives its minimum;
+ *   I32 and I8 go through int32, U8 and int64 values (ids, positions) through int64;
+ *   I8 and U8 then keep the low 8 bits (wrap).
+ * So NaN, ±inf and every out-of-range value store INT32_MIN into an I32 and 0 into an I8 or U8
+ * (a float32 of magnitude >= 2^31 is a multiple of 256). docs/differences/device-ops.md. */
+AMK_DEV int32_t amk_cvt_i32(double v) {
+  if (!(v > -2147483649.0 && v < 2147483648.0)) return INT32_MIN;
+  return static_cast<int32_t>(v);
+}
+
+AMK_DEV int64_t amk_cvt_i64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
   return static_cast<int64_t>(v);
 }
 
@@ -152,10 +163,10 @@ AMK_DEV double amk_ld_d(const amk_view& v, int64_t i) {
   }
 }
 
-/* integer value of an element (ids, positions, packed levels): floats truncate */
-AMK_DEV int64_t amk_ld_i(const amk_view& v, int64_t i) { return amk_trunc_i64(amk_ld_d(v, i)); }
+/* integer value of an element (ids, positions, packed levels): torch's .to(int64) */
+AMK_DEV int64_t amk_ld_i(const amk_view& v, int64_t i) { return amk_cvt_i64(amk_ld_d(v, i)); }
 
-/* direct conversion of an exact value: floats round through float32, integers truncate and wrap */
+/* direct conversion of an exact value: floats round through float32, integers by amk_cvt_* */
 AMK_DEV void amk_st_d(const amk_view& v, int64_t i, double x) {
   unsigned char* p = v.p;
   switch (v.dt) {
@@ -165,10 +176,12 @@ AMK_DEV void amk_st_d(const amk_view& v, int64_t i, double x) {
     case AMK_DT_F8E4M3: p[i] = amk_f32_to_e4m3(static_cast<float>(x)); break;
     case AMK_DT_F8E5M2: p[i] = amk_f32_to_e5m2(static_cast<float>(x)); break;
     case AMK_DT_I32:
-      reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(static_cast<uint32_t>(amk_trunc_i64(x)));
+      reinterpret_cast<int32_t*>(p)[i] = amk_cvt_i32(x);
       break;
-    case AMK_DT_I8: reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<uint8_t>(amk_trunc_i64(x))); break;
-    case AMK_DT_U8: p[i] = static_cast<uint8_t>(amk_trunc_i64(x)); break;
+    case AMK_DT_I8:
+      reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<uint8_t>(static_cast<uint32_t>(amk_cvt_i32(x))));
+      break;
+    case AMK_DT_U8: p[i] = static_cast<uint8_t>(static_cast<uint64_t>(amk_cvt_i64(x))); break;
     case AMK_DT_BOOL: p[i] = x != 0.0 ? 1 : 0; break;
     case AMK_DT_F64: reinterpret_cast<double*>(p)[i] = x; break;
     default: break;
