@@ -82,7 +82,7 @@ def megakernel_runner(vm: str) -> Runner | None:
 
         result = validate(program)
         if not result.ok:
-            raise RefusedProgram(result)
+            raise RefusedProgram(result, vm=f"MegakernelVM ({vm})")
         out: dict[str, Any] = make_vm(vm, program, timeout_s=60.0).run(weights, inputs, kv)
         return out
 
