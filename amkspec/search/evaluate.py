@@ -135,6 +135,15 @@ def runner_identity(runner: object) -> str:
     return f"{who}#{hashlib.sha256(state.encode('utf-8', 'replace')).hexdigest()[:12]}"
 
 
+def plugin_name(plugin: object) -> str | None:
+    """``module:qualname`` of a plugged-in lowering or runner (of its class for a callable object),
+    None for the built-in one: what a resumed search must be given again (search guide)."""
+    if plugin is None:
+        return None
+    named = plugin if hasattr(plugin, "__qualname__") else type(plugin)
+    return f"{getattr(named, '__module__', '?')}:{getattr(named, '__qualname__', '?')}"
+
+
 def _schedule_id(config: object) -> str:
     """``knobs.schedule_id`` for the last-resort boundary, which must not raise itself."""
     try:
