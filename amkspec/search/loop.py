@@ -109,7 +109,8 @@ class Trial:
         names = [a.name for a in attrs.fields(cls)]
         if not isinstance(d, dict) or set(d) != set(names):
             raise ValueError(f"trial {n} must be an object with exactly the keys {', '.join(names)}")
-        checks = {"trial": isinstance(d["trial"], int) and not isinstance(d["trial"], bool) and d["trial"] == n,
+        number = d["trial"]
+        checks = {"trial": isinstance(number, int) and not isinstance(number, bool) and number == n,
                   "source": d["source"] in SOURCES, "knob": isinstance(d["knob"], str),
                   "config": isinstance(d["config"], dict), "status": isinstance(d["status"], str),
                   "cached": isinstance(d["cached"], bool), "stale": isinstance(d["stale"], bool),
@@ -214,7 +215,8 @@ class Search:
                  cache_path: str | Path | None = None, timeout_s: float = 10.0) -> None:
         self.options = options
         self.out = Path(out_dir)
-        self.plugins = {"lowering": plugin_name(lowering), "runner": plugin_name(runner), "timeout_s": timeout_s}
+        self.plugins = {"lowering": plugin_name(lowering), "runner": plugin_name(runner),
+                        "timeout_s": timeout_s}
         self.evaluator = Evaluator(options.model, options.target, vm=options.vm, timeout_s=timeout_s,
                                    lowering=lowering, runner=runner, witness_dir=self.out / WITNESSES)
         self.cache = ScheduleCache(cache_path if cache_path is not None else self.out / CACHE)
@@ -238,7 +240,8 @@ class Search:
             return
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(doc, dict) or set(doc) != {"options", "trials"} or not isinstance(doc["trials"], list):
+            if not (isinstance(doc, dict) and set(doc) == {"options", "trials"}
+                    and isinstance(doc["trials"], list)):
                 raise ValueError("expected an object with 'options' and a list of 'trials'")
             saved = doc["options"]
             trials = [Trial.from_dict(t, n) for n, t in enumerate(doc["trials"])]
@@ -247,7 +250,8 @@ class Search:
         ours = self.identity()
         if saved != ours:
             theirs = saved if isinstance(saved, dict) else {}
-            changed = [f"{k} {theirs.get(k)!r:.80} (now {v!r:.80})" for k, v in ours.items() if theirs.get(k) != v]
+            changed = [f"{k} {theirs.get(k)!r:.80} (now {v!r:.80})"
+                       for k, v in ours.items() if theirs.get(k) != v]
             raise SearchStateError(f"{path}: saved with other options: {'; '.join(changed) or saved!r:.200}; "
                                    "resume with the same ones")
         for t in trials:

@@ -106,20 +106,23 @@ class Verdict:
         type is checked against its annotation and the honesty rules are rechecked (ValueError)."""
         if not isinstance(data, dict):
             raise ValueError(f"a verdict must be an object, not a JSON {type(data).__name__}")
-        kwargs = {a.name: _typed(a.name, str(a.type), data[a.name]) for a in attrs.fields(cls) if a.name in data}
+        kwargs = {a.name: _typed(a.name, str(a.type), data[a.name])
+                  for a in attrs.fields(cls) if a.name in data}
         kwargs["rejected_codes"] = tuple(kwargs.get("rejected_codes", ()))
         kwargs["notes"] = tuple(kwargs.get("notes", ()))
         return cls(**kwargs)
 
 
-_SCALARS: dict[str, tuple[type, ...]] = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,)}
+_SCALARS: dict[str, type] = {"bool": bool, "int": int, "str": str}
 
 
 def _scalar(kind: str, value: Any) -> bool:
     """``value`` is a JSON value of the annotation ``kind`` (no bool for a number, floats finite)."""
     if isinstance(value, bool) and kind != "bool":
         return False
-    return isinstance(value, _SCALARS[kind]) and (kind != "float" or math.isfinite(value))
+    if kind == "float":
+        return isinstance(value, int | float) and math.isfinite(value)
+    return isinstance(value, _SCALARS[kind])
 
 
 def _typed(name: str, annotation: str, value: Any) -> Any:

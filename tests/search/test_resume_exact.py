@@ -57,12 +57,15 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dic
     return summary, _files(out), names
 
 
-@pytest.mark.parametrize("before", ["state.json", "results.tsv", "cache.json", "knob_range@pipelining_depth.json"])
+WITNESS = "knob_range@pipelining_depth.json"
+
+
+@pytest.mark.parametrize("before", ["state.json", "results.tsv", "cache.json", WITNESS])
 def test_a_stop_before_any_write_resumes_to_the_same_files_and_summary(
         whole: tuple[dict[str, Any], dict[str, Any], list[str]], before: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     summary, written, names = whole
-    stop = names.index(before, 3 if before.startswith("knob") else 6)  # trial 1's witness, else trial 2's
+    stop = names.index(before, 3 if before == WITNESS else 6)  # trial 1's witness, else trial 2's
     _writes(monkeypatch, stop)
     interrupted = search("toy", "h100", BUDGET, tmp_path, seed=SEED)
     assert interrupted.interrupted and len(interrupted.trials) < BUDGET
