@@ -31,7 +31,9 @@ FIELD_DOCS: dict[str, str] = {
     "rejected_reason": "when not valid: the codes and messages of the first findings (null otherwise)",
     "rejected_codes": "the diagnostic codes of the rejection: knob:type / knob:range / knob:unknown, "
                       "the validator's launch codes O503 / O504, or any validator code",
-    "witness": "the counterexample file of this rejection (with --witness-dir / in a search), or null",
+    "witness": "the counterexample file of this rejection (with --witness-dir / in a search), or null: one "
+               "file per distinct rejection (the same codes and knob paths, or the same exception of the "
+               "lowering), holding the first config rejected that way",
     "correct": "the VM's logits matched the eager model at the model dtype's tolerances (authoritative)",
     "max_abs_err": "max |vm − eager| over the logits; null when the step did not run",
     "top1_agreement": "fraction of rows whose argmax matches eager",
