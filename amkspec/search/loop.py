@@ -241,19 +241,18 @@ class Search:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
             if not (isinstance(doc, dict) and set(doc) == {"options", "trials"}
-                    and isinstance(doc["trials"], list)):
-                raise ValueError("expected an object with 'options' and a list of 'trials'")
+                    and isinstance(doc["options"], dict) and isinstance(doc["trials"], list)):
+                raise ValueError("expected an object with an object 'options' and a list 'trials'")
             saved = doc["options"]
             trials = [Trial.from_dict(t, n) for n, t in enumerate(doc["trials"])]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise SearchStateError(f"{path}: cannot resume: {describe(exc)}") from None
         ours = self.identity()
         if saved != ours:
-            theirs = saved if isinstance(saved, dict) else {}
-            changed = [f"{k} {theirs.get(k)!r:.80} (now {v!r:.80})"
-                       for k, v in ours.items() if theirs.get(k) != v]
-            raise SearchStateError(f"{path}: saved with other options: {'; '.join(changed) or saved!r:.200}; "
-                                   "resume with the same ones")
+            changed = [f"{k} {saved.get(k)!r:.80} (now {v!r:.80})"
+                       for k, v in ours.items() if saved.get(k) != v]
+            what = "; ".join(changed) or f"unknown ones {sorted(set(saved) - set(ours))!r:.200}"
+            raise SearchStateError(f"{path}: saved with other options: {what}; resume with the same ones")
         for t in trials:
             status, reason = decide(t.verdict, t.config, self.incumbent)
             if (t.status, t.reason) != (status, reason):
