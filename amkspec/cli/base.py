@@ -30,6 +30,7 @@ from amkspec.exit_codes import (
     error_line,
 )
 from amkspec.ir import AmkspecError, FormatError, MegakernelProgram, VersionWarning, load
+from amkspec.text import escape_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -208,14 +209,6 @@ def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
               help="Show the Python traceback of an internal error instead of its one-line message.")
 def main() -> None:
     """amkspec: load, validate, prove, run and certify AMK megakernel programs."""
-
-
-def escape_line(text: str) -> str:
-    """``text`` on one line: line breaks and other control characters escaped (``\\n``)."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
 
 
 def fail(message: str, code: int = EXIT_UNUSABLE) -> NoReturn:

@@ -17,20 +17,37 @@ MIN_TIMEOUT_S = 0.001
 """The shortest ``--timeout``: Z3 counts whole milliseconds, and 0 ms would mean *no* timeout."""
 
 
-class Timeout(click.ParamType):
-    """Seconds: a finite number of at least :data:`MIN_TIMEOUT_S` (``nan``, ``inf`` and sub-millisecond
-    values are refused, since Z3 would read them as "no timeout" or fail)."""
-
-    name = "seconds"
+class FiniteFloatRange(click.FloatRange):
+    """A :class:`click.FloatRange` that also refuses ``nan`` (which passes every range comparison)
+    and ``±inf``: every float option of amkspec is of this type."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         try:
-            seconds = float(value)
+            float(value)
         except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not math.isfinite(seconds) or seconds < MIN_TIMEOUT_S:
-            self.fail(f"{value!r} is not a finite number of seconds >= {MIN_TIMEOUT_S}", param, ctx)
-        return seconds
+            self.fail(f"{value!r} is not a number", param, ctx)
+        number: float = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+SHARE = FiniteFloatRange(0, 1)
+"""A share of trials (``--explore``, ``--probe``): a finite number in [0, 1]."""
+
+
+class Timeout(FiniteFloatRange):
+    """Seconds: a finite number of at least :data:`MIN_TIMEOUT_S` and at most ``max_s`` (``nan``,
+    ``inf`` and sub-millisecond values are refused, since Z3 would read them as "no timeout" or fail)."""
+
+    name = "seconds"
+
+    def __init__(self, max_s: float | None = None) -> None:
+        super().__init__(MIN_TIMEOUT_S, max_s)
 
 
 TIMEOUT = Timeout()
+"""``--timeout`` of the solver and conformance commands."""
+
+VM_TIMEOUT = Timeout(3600)
+"""``--timeout`` of the megakernel VMs' watchdog (``evaluate``, ``search``): at most an hour."""

@@ -16,7 +16,7 @@ import click
 
 from amkspec.cli.base import clean_errors, echo_json, fail, main
 from amkspec.cli.files import read_json_file
-from amkspec.cli.params import SEED
+from amkspec.cli.params import SEED, SHARE, VM_TIMEOUT
 from amkspec.cli.run_cmd import MODEL_NAMES, VM_CHOICE
 from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
 from amkspec.ir import TARGETS
@@ -63,7 +63,7 @@ def read_config_document(path: str) -> dict[str, Any]:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON "
               "(default: the default config).")
 @click.option("--vm", type=VM_CHOICE, default="reference", show_default=True, help="Where the step runs.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(0.001, 3600), default=10.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=VM_TIMEOUT, default=10.0, show_default=True,
               help="Watchdog of the megakernel VMs, in seconds.")
 @click.option("--witness-dir", type=click.Path(file_okay=False),
               help="Write a rejection's counterexample here.")
@@ -138,14 +138,14 @@ class _Progress:
 @click.option("--budget", required=True, type=click.IntRange(1, 100_000),
               help="Trials in all (with --resume: the new total).")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seeds the proposals (uint64).")
-@click.option("--explore", type=click.FloatRange(0, 1), default=0.35, show_default=True,
+@click.option("--explore", type=SHARE, default=0.35, show_default=True,
               help="Share of trials that draw a fresh random config.")
-@click.option("--probe", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+@click.option("--probe", type=SHARE, default=0.25, show_default=True,
               help="Share of explore trials that probe the edge of a knob's feasible range.")
 @click.option("--beam", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Exploit parents: the K best correct configs (1: the incumbent).")
 @click.option("--vm", type=VM_CHOICE, default="reference", show_default=True)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(0.001, 3600), default=10.0, show_default=True)
+@click.option("--timeout", "timeout_s", type=VM_TIMEOUT, default=10.0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run directory (default: search-MODEL-TARGET).")
 @click.option("--resume", is_flag=True, help="Continue the run saved in --out.")

@@ -26,7 +26,24 @@ def _arrays(path: str | None) -> dict[str, Any]:
     return doc
 
 
-def _trace(path: str, finding: int) -> Any:
+def _witness(path: str, findings: list[Any], finding: int | None) -> Any:
+    """The witness of finding ``finding`` (1-based over all findings, as ``explain --finding``
+    counts them), or of the first finding that has one."""
+    if finding is None:
+        witnessed = [f["witness"] for f in findings if isinstance(f, dict) and f.get("witness")]
+        if not witnessed:
+            fail(f"{path}: none of its {len(findings)} findings has a witness to replay")
+        return witnessed[0]
+    if finding > len(findings):
+        fail(f"{path}: there is no finding {finding}: it has {len(findings)}")
+    chosen = findings[finding - 1]
+    if not isinstance(chosen, dict) or not chosen.get("witness"):
+        status = chosen.get("status") if isinstance(chosen, dict) else "not an object"
+        fail(f"{path}: finding {finding} ({status}) has no witness to replay")
+    return chosen["witness"]
+
+
+def _trace(path: str, finding: int | None) -> Any:
     """The events of a trace file: a list of events, a witness, or ``explain --json`` output."""
     doc = read_json_file(path)
     if isinstance(doc, dict) and "findings" not in doc and "events" not in doc:
@@ -35,10 +52,7 @@ def _trace(path: str, finding: int) -> Any:
     if isinstance(doc, dict) and "findings" in doc:
         if not isinstance(doc["findings"], list):
             fail(f"{path}: 'findings' must be a list")
-        witnesses = [f["witness"] for f in doc["findings"] if isinstance(f, dict) and f.get("witness")]
-        if not 0 <= finding < len(witnesses):
-            fail(f"{path}: no witness number {finding} (it has {len(witnesses)})")
-        return witnesses[finding]
+        return _witness(path, doc["findings"], finding)
     return doc
 
 
@@ -66,13 +80,15 @@ def _report(prog: MegakernelProgram, result: Any, as_json: bool, deadlock: str |
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option("--weights", type=click.Path(dir_okay=False), help="weights by source (.npz or JSON)")
 @click.option("--inputs", type=click.Path(dir_okay=False), help="IO inputs by name (.npz or JSON)")
-@click.option("--finding", type=int, default=0, show_default=True, help="which witness of explain --json")
+@click.option("--finding", type=click.IntRange(min=1),
+              help="which finding of explain --json to replay (1-based, as explain numbers them; "
+                   "default: the first with a witness)")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="seed of synthetic weights, inputs")
 @click.option("--no-finish", is_flag=True, help="stop after the trace instead of finishing in list order")
 @click.option("--json", "as_json", is_flag=True, help="print the stale reads and conflicts as JSON")
 @clean_errors
 def replay(
-    program: str, trace: str, weights: str | None, inputs: str | None, finding: int, seed: int,
+    program: str, trace: str, weights: str | None, inputs: str | None, finding: int | None, seed: int,
     no_finish: bool, as_json: bool,
 ) -> None:
     """Replay TRACE on PROGRAM with shadow state; exit 1 if a read was stale, writes overlapped or it

@@ -11,6 +11,7 @@ entry is ignored and replaced, never trusted (the value-identity guard of a hash
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,27 @@ class ScheduleCache:
 
     def store(self, verdict: Verdict, context: str) -> None:
         """Remember ``verdict`` (of a lowered program) and write the file."""
+        if self._put(verdict, context):
+            self._write()
+
+    def restore(self, verdicts: Iterable[Verdict], context: str) -> None:
+        """Store, in order, the verdicts a resumed search already decided whose entries are missing
+        or differ (the run stopped after saving its state, before writing this file); one write."""
+        changed = [self._put(v, context) for v in verdicts]
+        if any(changed):
+            self._write()
+
+    def _put(self, verdict: Verdict, context: str) -> bool:
+        """Set the entry of ``verdict``; whether that changed the cache."""
         if verdict.program_sha256 is None or verdict.failure in UNCACHED_FAILURES:
-            return
-        self.entries[verdict.schedule_id] = {"program_sha256": verdict.program_sha256, "context": context,
-                                             "verdict": verdict.to_dict()}
+            return False
+        entry = {"program_sha256": verdict.program_sha256, "context": context, "verdict": verdict.to_dict()}
+        if self.entries.get(verdict.schedule_id) == entry:
+            return False
+        self.entries[verdict.schedule_id] = entry
+        return True
+
+    def _write(self) -> None:
         if self.path is not None:
             doc = {"version": VERSION, "entries": self.entries}
             atomic_write(self.path, json.dumps(doc, indent=1) + "\n")

@@ -135,6 +135,15 @@ def runner_identity(runner: object) -> str:
     return f"{who}#{hashlib.sha256(state.encode('utf-8', 'replace')).hexdigest()[:12]}"
 
 
+def plugin_name(plugin: object) -> str | None:
+    """``module:qualname`` of a plugged-in lowering or runner (of its class for a callable object),
+    None for the built-in one: what a resumed search must be given again (search guide)."""
+    if plugin is None:
+        return None
+    named = plugin if hasattr(plugin, "__qualname__") else type(plugin)
+    return f"{getattr(named, '__module__', '?')}:{getattr(named, '__qualname__', '?')}"
+
+
 def _schedule_id(config: object) -> str:
     """``knobs.schedule_id`` for the last-resort boundary, which must not raise itself."""
     try:
@@ -189,7 +198,8 @@ class Evaluator:
     def _base(self, sid: str) -> dict[str, Any]:
         return {"schedule_id": sid, "model": self.model.name, "target": self.target.name, "vm": self.vm}
 
-    def reject(self, sid: str, rejection: Rejection, reason: str, note: str, **sizes: Any) -> Verdict:
+    def reject(self, sid: str, rejection: Rejection, reason: str, note: str, failure: str = "rejected",
+               **sizes: Any) -> Verdict:
         """A rejection verdict; its counterexample is written when a witness directory is set."""
         witness, notes = None, [note]
         if self.witness_dir is not None:
@@ -198,7 +208,7 @@ class Evaluator:
             except OSError as exc:  # the verdict stands without its file
                 notes.append(f"the counterexample could not be written: {describe(exc)}")
         return Verdict(valid=False, rejected_reason=reason, rejected_codes=rejection.codes, witness=witness,
-                       failure="rejected", notes=tuple(notes), **self._base(sid), **sizes)
+                       failure=failure, notes=tuple(notes), **self._base(sid), **sizes)
 
     def prepare(self, config: ScheduleConfig | Mapping[str, Any] | None) -> Prepared | Verdict:
         """Check the knobs and lower: a :class:`Prepared` program, or a rejection verdict."""
@@ -215,8 +225,8 @@ class Evaluator:
             sha = program_sha256(prog)
         except Exception as exc:  # noqa: BLE001 - a plugged-in lowering may raise anything
             reason = f"lowering failed: {describe(exc)}"
-            return Verdict(valid=False, rejected_reason=reason, failure="lowering",
-                           notes=("lower() raised, config rejected, nothing launched",), **self._base(sid))
+            return self.reject(sid, Rejection.from_lowering(sid, parsed, reason, exc), reason,
+                               "lower() raised, config rejected, nothing launched", failure="lowering")
         return Prepared(parsed, prog, sid, sha)
 
     def evaluate(self, config: ScheduleConfig | Mapping[str, Any] | None) -> Verdict:

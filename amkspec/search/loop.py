@@ -12,14 +12,19 @@ beam (the ``beam`` best correct configs; with 1, the incumbent) changes. Keep/re
 - every trial is a row of ``results.tsv``; a failing trial never stops the run.
 
 A trial's proposal depends only on the seed, its number and the beam, and the state is written
-atomically after every trial, so an interrupted search resumed with the same options reaches the
-same incumbent as an uninterrupted one. Verdicts come from a :class:`ScheduleCache` when the
-lowered program is byte-identical, so no schedule is evaluated twice.
+atomically after every trial, so an interrupted search resumed with the same options (the
+lowering, runner and timeout included) reaches the same trials, row for row, as an uninterrupted
+one. Verdicts come from a :class:`ScheduleCache` when the lowered program is byte-identical, so no
+schedule is evaluated twice. A trial is written in the order ``state.json``, ``results.tsv``,
+``cache.json``: a trial whose state was not saved left no cache entry behind, and a resume rewrites
+the results and restores the cache entries of the saved trials, so a stop between any two writes
+changes nothing.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections.abc import Callable
@@ -30,7 +35,7 @@ import attrs
 
 from amkspec.lower import knobs
 from amkspec.search.cache import ScheduleCache
-from amkspec.search.evaluate import Evaluator, Lowering, VmRunner, describe
+from amkspec.search.evaluate import Evaluator, Lowering, VmRunner, describe, plugin_name
 from amkspec.search.files import atomic_write
 from amkspec.search.space import default_document, mutate, probe, random_config
 from amkspec.search.verdict import Verdict
@@ -42,12 +47,19 @@ REDRAWS = 16
 STATE, RESULTS, CACHE, WITNESSES = "state.json", "results.tsv", "cache.json", "witnesses"
 COLUMNS = ("trial", "schedule_id", "program_sha256", "valid", "correct", "latency_us", "latency_kind",
            "status", "source", "knob", "cached", "reason")
+SOURCES = ("default", "explore", "exploit", "probe")
+"""Where a trial's config came from (see :meth:`Search.propose`)."""
 STATUS_OF_FAILURE = {"rejected": "rejected", "lowering": "rejected", "timeout": "timeout", "fault": "crash",
                      "error": "crash", "vm-unavailable": "crash", "mismatch": "reverted"}
 
 
 class SearchStateError(knobs.LoweringError):
     """A ``--resume`` whose saved state does not belong to these options, or cannot be read."""
+
+
+def _share(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
+        raise ValueError(f"{attribute.name} must be a number in [0, 1], not {value!r}")
 
 
 @attrs.frozen
@@ -58,13 +70,13 @@ class SearchOptions:
     target: str
     budget: int
     seed: int = 0
-    explore: float = 0.35
+    explore: float = attrs.field(default=0.35, validator=_share)
     beam: int = 1
-    probe: float = 0.25
+    probe: float = attrs.field(default=0.25, validator=_share)
     vm: str = "reference"
 
     def identity(self) -> dict[str, Any]:
-        """Every option a resumed search must share with the saved one."""
+        """These options less ``budget`` (:meth:`Search.identity` adds the lowering, runner, timeout)."""
         out = attrs.asdict(self)
         del out["budget"]
         return out
@@ -83,6 +95,8 @@ class Trial:
     cached: bool
     reason: str
     seconds: float
+    stale: bool = False
+    """The cache held an entry for this schedule, but of another program or context."""
 
     def to_dict(self) -> dict[str, Any]:
         out = attrs.asdict(self, recurse=False)
@@ -90,8 +104,26 @@ class Trial:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Trial:
-        return cls(**{**d, "verdict": Verdict.from_dict(d["verdict"])})
+    def from_dict(cls, d: Any, n: int) -> Trial:
+        """Trial ``n`` read back from :meth:`to_dict`; every field's type is checked (ValueError)."""
+        names = [a.name for a in attrs.fields(cls)]
+        if not isinstance(d, dict) or set(d) != set(names):
+            raise ValueError(f"trial {n} must be an object with exactly the keys {', '.join(names)}")
+        number = d["trial"]
+        checks = {"trial": isinstance(number, int) and not isinstance(number, bool) and number == n,
+                  "source": d["source"] in SOURCES, "knob": isinstance(d["knob"], str),
+                  "config": isinstance(d["config"], dict), "status": isinstance(d["status"], str),
+                  "cached": isinstance(d["cached"], bool), "stale": isinstance(d["stale"], bool),
+                  "reason": isinstance(d["reason"], str),
+                  "seconds": isinstance(d["seconds"], int | float) and not isinstance(d["seconds"], bool)
+                  and math.isfinite(d["seconds"]) and d["seconds"] >= 0}
+        bad = [k for k, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"trial {n}: bad {bad[0]} {d[bad[0]]!r:.60}")
+        trial = cls(**{**d, "verdict": Verdict.from_dict(d["verdict"])})
+        if knobs.schedule_id(trial.config) != trial.verdict.schedule_id:
+            raise ValueError(f"trial {n}: its verdict is of {trial.verdict.schedule_id}, not of its config")
+        return trial
 
     def row(self) -> list[str]:
         v = self.verdict
@@ -138,8 +170,16 @@ class SearchResult:
     incumbent: Trial | None
     out_dir: Path
     interrupted: bool = False
-    cache_hits: int = 0
-    stale: int = 0
+
+    @property
+    def cache_hits(self) -> int:
+        """Trials whose verdict came from the cache."""
+        return sum(t.cached for t in self.trials)
+
+    @property
+    def stale(self) -> int:
+        """Trials whose cache entry was there but stale (another program or context)."""
+        return sum(t.stale for t in self.trials)
 
     def summary(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
@@ -160,8 +200,8 @@ class SearchResult:
                 "incumbent": None if self.incumbent is None else {
                     "trial": self.incumbent.trial, "config": self.incumbent.config, "verdict": best.to_dict()
                     if best else None},
-                "improvement_pct": gain, "cache_hits": self.cache_hits, "stale_cache_entries": self.stale,
-                "out_dir": str(self.out_dir)}
+                "improvement_pct": gain, "cache_hits": self.cache_hits,
+                "stale_cache_entries": self.stale, "out_dir": str(self.out_dir)}
 
 
 ProgressHook = Callable[[Trial, "Trial | None"], None]
@@ -175,6 +215,8 @@ class Search:
                  cache_path: str | Path | None = None, timeout_s: float = 10.0) -> None:
         self.options = options
         self.out = Path(out_dir)
+        self.plugins = {"lowering": plugin_name(lowering), "runner": plugin_name(runner),
+                        "timeout_s": timeout_s}
         self.evaluator = Evaluator(options.model, options.target, vm=options.vm, timeout_s=timeout_s,
                                    lowering=lowering, runner=runner, witness_dir=self.out / WITNESSES)
         self.cache = ScheduleCache(cache_path if cache_path is not None else self.out / CACHE)
@@ -187,20 +229,38 @@ class Search:
             raise SearchStateError(f"{self.out / STATE} exists: pass --resume to continue it, or use "
                                    "another --out directory")
 
+    def identity(self) -> dict[str, Any]:
+        """Every option a resumed search must share with the saved one: :meth:`SearchOptions.identity`,
+        the lowering and the runner (``module:qualname``, None for the built-in ones) and the timeout."""
+        return {**self.options.identity(), **self.plugins}
+
     def _resume(self) -> None:
         path = self.out / STATE
         if not path.exists():
             return
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            trials = [Trial.from_dict(t) for t in doc["trials"]]
+            if not (isinstance(doc, dict) and set(doc) == {"options", "trials"}
+                    and isinstance(doc["options"], dict) and isinstance(doc["trials"], list)):
+                raise ValueError("expected an object with an object 'options' and a list 'trials'")
             saved = doc["options"]
+            trials = [Trial.from_dict(t, n) for n, t in enumerate(doc["trials"])]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise SearchStateError(f"{path}: cannot resume: {describe(exc)}") from None
-        if saved != self.options.identity():
-            raise SearchStateError(f"{path}: saved with other options {saved}; resume with the same ones")
+        ours = self.identity()
+        if saved != ours:
+            changed = [f"{k} {saved.get(k)!r:.80} (now {v!r:.80})"
+                       for k, v in ours.items() if saved.get(k) != v]
+            what = "; ".join(changed) or f"unknown ones {sorted(set(saved) - set(ours))!r:.200}"
+            raise SearchStateError(f"{path}: saved with other options: {what}; resume with the same ones")
         for t in trials:
+            status, reason = decide(t.verdict, t.config, self.incumbent)
+            if (t.status, t.reason) != (status, reason):
+                raise SearchStateError(f"{path}: cannot resume: trial {t.trial} is {t.status!r}, but its "
+                                       f"verdict makes it {status!r}")
             self._record(t)
+        self._write_results()
+        self.cache.restore((t.verdict for t in self.trials), self.evaluator.context)
 
     def _record(self, t: Trial) -> None:
         self.trials.append(t)
@@ -239,6 +299,7 @@ class Search:
         return proposal
 
     def _verdict(self, config: dict[str, Any]) -> tuple[Verdict, bool]:
+        """The verdict of ``config`` and whether it came from the cache (stored by :meth:`step`)."""
         ev = self.evaluator
         try:
             prepared = ev.prepare(config)
@@ -247,29 +308,32 @@ class Search:
             hit = self.cache.lookup(prepared.schedule_id, prepared.sha256, ev.context)
             if hit is not None:
                 return hit, True
-            verdict = ev.finish(prepared)
+            return ev.finish(prepared), False
         except Exception:  # noqa: BLE001 - evaluate()'s boundary: one failure never stops the run
             return ev.evaluate(config), False
-        self.cache.store(verdict, ev.context)
-        return verdict, False
 
     def step(self) -> Trial:
         """Propose, evaluate and decide the next trial; write the state and results."""
         n = len(self.trials)
         config, source, knob = self.propose(n)
-        started = time.perf_counter()
+        started, stale = time.perf_counter(), self.cache.stale
         verdict, cached = self._verdict(config)
         status, reason = decide(verdict, config, self.incumbent)
         trial = Trial(n, source, knob, config, verdict, status, cached, reason,
-                      round(time.perf_counter() - started, 4))
+                      round(time.perf_counter() - started, 4), stale=self.cache.stale > stale)
         self._record(trial)
         self.save()
+        if not cached:  # after the state: a stop before this line leaves no entry of an unsaved trial
+            self.cache.store(verdict, self.evaluator.context)
         return trial
 
     def save(self) -> None:
-        """Write ``state.json`` and ``results.tsv`` atomically."""
-        state = {"options": self.options.identity(), "trials": [t.to_dict() for t in self.trials]}
-        atomic_write(self.out / STATE, json.dumps(state, indent=1) + "\n")
+        """Write ``state.json``, then ``results.tsv``, atomically."""
+        state = {"options": self.identity(), "trials": [t.to_dict() for t in self.trials]}
+        atomic_write(self.out / STATE, json.dumps(state, indent=1, allow_nan=False) + "\n")
+        self._write_results()
+
+    def _write_results(self) -> None:
         lines = ["\t".join(COLUMNS)] + ["\t".join(t.row()) for t in self.trials]
         atomic_write(self.out / RESULTS, "\n".join(lines) + "\n")
 
@@ -283,14 +347,14 @@ class Search:
                     on_trial(trial, self.incumbent)
         except KeyboardInterrupt:
             interrupted = True
-        return SearchResult(self.trials, self.incumbent, self.out, interrupted, self.cache.hits,
-                            self.cache.stale)
+        return SearchResult(self.trials, self.incumbent, self.out, interrupted)
 
 
 def search(model: str, target: str, budget: int, out_dir: str | Path, *, seed: int = 0,
            explore: float = 0.35, beam: int = 1, probe: float = 0.25, vm: str = "reference",
            resume: bool = False, lowering: Lowering | None = None, runner: VmRunner | None = None,
-           on_trial: ProgressHook | None = None) -> SearchResult:
+           on_trial: ProgressHook | None = None, timeout_s: float = 10.0) -> SearchResult:
     """Run a search (see :class:`Search`) and return its result."""
     options = SearchOptions(model, target, budget, seed, explore, beam, probe, vm)
-    return Search(options, out_dir, resume=resume, lowering=lowering, runner=runner).run(on_trial)
+    return Search(options, out_dir, resume=resume, lowering=lowering, runner=runner,
+                  timeout_s=timeout_s).run(on_trial)

@@ -13,6 +13,7 @@ no real GPU-timed, eager-matching run produced. The rules, checked by :func:`hon
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
@@ -30,7 +31,9 @@ FIELD_DOCS: dict[str, str] = {
     "rejected_reason": "when not valid: the codes and messages of the first findings (null otherwise)",
     "rejected_codes": "the diagnostic codes of the rejection: knob:type / knob:range / knob:unknown, "
                       "the validator's launch codes O503 / O504, or any validator code",
-    "witness": "the counterexample file of this rejection (with --witness-dir / in a search), or null",
+    "witness": "the counterexample file of this rejection (with --witness-dir / in a search), or null: one "
+               "file per distinct rejection (the same codes and knob paths, or the same exception of the "
+               "lowering), holding the first config rejected that way",
     "correct": "the VM's logits matched the eager model at the model dtype's tolerances (authoritative)",
     "max_abs_err": "max |vm − eager| over the logits; null when the step did not run",
     "top1_agreement": "fraction of rows whose argmax matches eager",
@@ -101,12 +104,41 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
-        """A verdict read back from :meth:`to_dict` output (a search cache); the rules are rechecked."""
-        fields = {a.name for a in attrs.fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in fields}
+        """A verdict read back from :meth:`to_dict` output (a search cache or state); each field's
+        type is checked against its annotation and the honesty rules are rechecked (ValueError)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a verdict must be an object, not a JSON {type(data).__name__}")
+        kwargs = {a.name: _typed(a.name, str(a.type), data[a.name])
+                  for a in attrs.fields(cls) if a.name in data}
         kwargs["rejected_codes"] = tuple(kwargs.get("rejected_codes", ()))
         kwargs["notes"] = tuple(kwargs.get("notes", ()))
         return cls(**kwargs)
+
+
+_SCALARS: dict[str, type] = {"bool": bool, "int": int, "str": str}
+
+
+def _scalar(kind: str, value: Any) -> bool:
+    """``value`` is a JSON value of the annotation ``kind`` (no bool for a number, floats finite)."""
+    if isinstance(value, bool) and kind != "bool":
+        return False
+    if kind == "float":
+        return isinstance(value, int | float) and math.isfinite(value)
+    return isinstance(value, _SCALARS[kind])
+
+
+def _typed(name: str, annotation: str, value: Any) -> Any:
+    """``value`` if it fits the field's annotation (``float | None``, ``tuple[str, ...]``, ...)."""
+    kind = annotation.removesuffix(" | None")
+    if value is None and kind != annotation:
+        return value
+    if kind == "tuple[str, ...]":
+        ok = isinstance(value, list | tuple) and all(isinstance(x, str) for x in value)
+    else:
+        ok = _scalar(kind, value)
+    if not ok:
+        raise ValueError(f"verdict field {name!r} must be {annotation}, not {value!r:.40}")
+    return value
 
 
 def honesty_violations(v: Verdict) -> list[str]:

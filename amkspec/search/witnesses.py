@@ -1,11 +1,18 @@
 """Rejected schedules as counterexamples: one file set per distinct rejection (spec §3, ``explain``).
 
 A rejection's *key* names what was wrong: the codes and knob paths of a config the knob checks
-refused (``knob:range@tiling.gemv.N_tile``, ``O504@smem_bytes_per_block``), or the validator's
-codes for a lowered program it rejected. For each new key :func:`write_rejection` writes
-``<key>.json`` (the config, the codes, every finding); for a program rejection also
+refused (``knob_range@tiling.gemv.N_tile``, ``O504@smem_bytes_per_block``), the validator's
+codes for a lowered program it rejected (``R303``), or the exception a lowering raised
+(``lowering@RuntimeError``). For each new key :func:`write_rejection` writes ``<key>.json`` (the
+config, the codes, every finding, or the lowering's error); for a program rejection also
 ``<key>.program.json`` (re-run ``amkspec explain`` on it) and, for each finding Z3 witnessed and
 the replay checker confirmed, ``<key>.<n>.dot`` (the bad execution as a Graphviz graph).
+
+Keys are file names, one per distinct rejection: a knob path (which a config may spell any way)
+is kept as written only when it is made of ``[A-Za-z0-9_.-]``; otherwise its other characters
+become ``_`` and ``~`` plus a hash of the path as written follows, and so does a key longer than
+:data:`MAX_KEY`. ``~`` appears in no path kept as written, so two distinct rejections never share a
+file (``a b`` and ``a/b`` are ``a_b~<hash>`` and ``a_b~<other hash>``).
 """
 
 from __future__ import annotations
@@ -25,14 +32,32 @@ from amkspec.proofs import Diagnostic
 from amkspec.search.files import atomic_write
 
 MAX_KEY = 80
+"""The longest key (file name stem) written as it is; a longer one is cut and hashed."""
+PLAIN = re.compile(r"[A-Za-z0-9_.-]+")
+"""A knob path (or exception name) made only of these is its own file name."""
+DIGEST = 10
 
 
-def _slug(text: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9_.@+-]+", "_", text)
-    if len(slug) > MAX_KEY:
-        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-        slug = slug[: MAX_KEY - 11] + "-" + digest
-    return slug
+def _digest(text: str) -> str:
+    return "~" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST]
+
+
+def _name(text: str) -> str:
+    """``text`` if it is :data:`PLAIN`, else its plain characters and ``~`` + its hash (injective)."""
+    if PLAIN.fullmatch(text):
+        return text
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:MAX_KEY] + _digest(text)
+
+
+def _key(parts: Sequence[str]) -> str:
+    """The file name stem of a rejection made of ``parts`` (``code@name``), cut and hashed if long."""
+    key = "+".join(sorted(set(parts)))
+    return key if len(key) <= MAX_KEY else key[: MAX_KEY - DIGEST - 1] + _digest(key)
+
+
+def _code(code: str) -> str:
+    """A diagnostic code in a file name (``knob:range`` → ``knob_range``; codes hold no ``_``)."""
+    return code.replace(":", "_")
 
 
 def _config_doc(config: Any) -> Any:
@@ -53,13 +78,14 @@ class Rejection:
     @classmethod
     def from_issues(cls, sid: str, config: Any, issues: Sequence[knobs.KnobIssue]) -> Rejection:
         """A config the knob checks refused (no program exists: every finding is rule-only)."""
-        parts = sorted({f"{i.code}@{i.path.split('.')[0] if i.path.startswith('sm_assignment') else i.path}"
-                        for i in issues})
+        paths = [(i.code, i.path.split(".")[0] if i.path.startswith("sm_assignment") else i.path)
+                 for i in issues]
+        parts = [f"{_code(code)}@{_name(path)}" for code, path in paths]
         codes = tuple(dict.fromkeys(i.code for i in issues))
         findings = [{**i.to_dict(), "status": "rule-only"} for i in issues]
         doc = {"schedule_id": sid, "stage": "knob checks (before lowering)", "codes": list(codes),
                "config": _config_doc(config), "findings": findings}
-        return cls(_slug("+".join(parts)), codes, doc)
+        return cls(_key(parts), codes, doc)
 
     @classmethod
     def from_program(cls, sid: str, config: ScheduleConfig, prog: MegakernelProgram,
@@ -68,7 +94,14 @@ class Rejection:
         codes = tuple(dict.fromkeys(d.code for d in errors))
         doc = {"schedule_id": sid, "stage": "validate() of the lowered program", "codes": list(codes),
                "config": knobs.config_dict(config)}
-        return cls(_slug("+".join(sorted(codes))), codes, doc, prog, tuple(errors))
+        return cls(_key([_code(c) for c in codes]), codes, doc, prog, tuple(errors))
+
+    @classmethod
+    def from_lowering(cls, sid: str, config: ScheduleConfig, error: str, exc: BaseException) -> Rejection:
+        """A config the lowering raised on (``error``: the verdict's reason); no program exists."""
+        doc = {"schedule_id": sid, "stage": "lowering", "codes": [], "config": knobs.config_dict(config),
+               "error": error}
+        return cls(_key([f"lowering@{_name(type(exc).__name__)}"]), (), doc)
 
 
 def _explained(rej: Rejection, stem: Path) -> dict[str, Any]:

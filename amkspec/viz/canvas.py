@@ -4,20 +4,33 @@ Figures are plain :class:`matplotlib.figure.Figure` objects drawn through the
 Agg and SVG canvases (no pyplot, no global backend state), so rendering works
 headless and in threads. SVG keeps text as text (``svg.fonttype = none``) so a
 reader can search it, and every artist given a ``gid`` becomes an element with
-that id.
+that id. The program's names reach the figures escaped (:func:`amkspec.text.escape_line`,
+in :func:`amkspec.viz.program.index_program`), and before a figure is written every
+text in it is escaped too: XML 1.0 forbids control characters, and no font has their
+glyphs. Tick labels are made at drawing time, so the SVG text gets a last pass that
+escapes any character XML 1.0 forbids. Matplotlib's warnings about glyphs a font lacks
+are not printed.
 """
 
 from __future__ import annotations
 
 import io
+import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amkspec.ir import AmkspecError
 from amkspec.ir.atomic import write_atomic
+from amkspec.text import escape_line, escape_lines
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""The characters XML 1.0 does not allow in a document."""
 
 FONT = "DejaVu Sans"
 DPI = 110
@@ -28,7 +41,9 @@ RC = {
     "font.family": "sans-serif",
     "font.sans-serif": [FONT, "Arial", "Helvetica"],
     "font.size": 8,
+    "text.parse_math": False,
 }
+"""``text.parse_math`` off: a label such as ``$\\frac$`` is text, not a (broken) formula."""
 
 
 class VizUnavailable(AmkspecError, ImportError):
@@ -49,6 +64,19 @@ def style() -> Any:
     return mpl().rc_context(RC)
 
 
+@contextmanager
+def _writing(fig: Figure) -> Iterator[None]:
+    """Save ``fig`` within this: its texts escaped, amkspec's style, no missing-glyph warnings."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_text(escape_lines(text.get_text()))
+        text.set_parse_math(False)
+    with style(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
+        yield
+
+
 def new_figure(width_in: float, height_in: float) -> Figure:
     """A figure of the given size in inches, not attached to pyplot."""
     mpl()
@@ -60,15 +88,15 @@ def new_figure(width_in: float, height_in: float) -> Figure:
 def svg_text(fig: Figure) -> str:
     """The figure as a standalone SVG document."""
     buf = io.StringIO()
-    with style():
+    with _writing(fig):
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    return buf.getvalue()
+    return XML_FORBIDDEN.sub(lambda m: escape_line(m.group()), buf.getvalue())
 
 
 def png_bytes(fig: Figure) -> bytes:
     """The figure as PNG."""
     buf = io.BytesIO()
-    with style():
+    with _writing(fig):
         fig.savefig(buf, format="png", bbox_inches="tight", dpi=DPI)
     return buf.getvalue()
 

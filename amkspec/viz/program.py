@@ -2,7 +2,9 @@
 
 Pure Python over :mod:`amkspec.ir`; tolerant of broken programs (a dangling
 counter simply has no producers, a non-integer id is skipped) because a picture
-is most wanted for a program the validator rejects.
+is most wanted for a program the validator rejects. Names and notes are kept with
+their control characters escaped (:func:`amkspec.text.escape_line`), as the text
+reports show them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections import defaultdict
 import attrs
 
 from amkspec.ir import MegakernelProgram
+from amkspec.text import escape_line
 
 
 @attrs.frozen
@@ -62,7 +65,7 @@ def index_program(prog: MegakernelProgram) -> ProgramIndex:
         if type(t.id) is not int or t.id in names:
             continue
         order.append(t.id)
-        names[t.id] = t.describe() if hasattr(t.op, "name") else f"{t.id}:{t.label}"
+        names[t.id] = escape_line(t.describe() if hasattr(t.op, "name") else f"{t.id}:{t.label}")
         ops[t.id] = getattr(t.op, "name", str(t.op))
         sm = t.sm if type(t.sm) is int else None
         sms[t.id] = sm
@@ -77,7 +80,8 @@ def index_program(prog: MegakernelProgram) -> ProgramIndex:
                 queue_prev[t.id] = last_on_sm[sm]
             last_on_sm[sm] = t.id
     init = {c.id: c.init for c in prog.counters if type(c.id) is int and type(c.init) is int}
-    notes = {c.id: c.note for c in prog.counters if type(c.id) is int and isinstance(c.note, str)}
+    notes = {c.id: escape_line(c.note) for c in prog.counters
+             if type(c.id) is int and isinstance(c.note, str)}
     return ProgramIndex(
         tuple(order),
         names,

@@ -10,16 +10,23 @@ so they stay unique on the page. The page is well-formed XML (XHTML syntax).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
-from html import escape
 from typing import Any
 
 from amkspec import __version__
 from amkspec.ir import MegakernelProgram
+from amkspec.text import escape_line
 from amkspec.viz import canvas
 from amkspec.viz.graph import graph_figure
 from amkspec.viz.program import ProgramIndex, index_program
 from amkspec.viz.timeline import timeline_figure
+
+
+def escape(text: str) -> str:
+    """``text`` as HTML: control characters escaped as in text reports, markup characters as entities."""
+    return html.escape(escape_line(text))
+
 
 MAX_PICTURED = 12
 """Findings past this many are listed without pictures (the page stays small)."""

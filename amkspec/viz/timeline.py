@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from amkspec.ir import MegakernelProgram
+from amkspec.text import escape_line
 from amkspec.viz import canvas
 from amkspec.viz.palette import BLOCKED, GRID, INK, MUTED, VIOLATION, VIOLATION_FILL, op_colour
 from amkspec.viz.program import ProgramIndex, index_program
@@ -50,7 +51,7 @@ def timeline_figure(prog: MegakernelProgram, witness: Mapping[str, Any], prefix:
     """Draw witness ``witness`` (its documented JSON form) of ``prog``; element ids start with
     ``prefix`` (so several pictures can share one HTML page)."""
     ix = index_program(prog)
-    names = {b.id: b.name for b in prog.buffers if type(b.id) is int}
+    names = {b.id: escape_line(b.name) for b in prog.buffers if type(b.id) is int and isinstance(b.name, str)}
     return draw_timeline(timeline_scene(ix, witness, names), ix, prefix)
 
 
