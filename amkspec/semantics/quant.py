@@ -117,7 +117,9 @@ def _next16(scale: Tensor) -> Tensor:
     return (scale.view(torch.int16) + 1).view(torch.float16)
 
 
-def _attempt(padded: Tensor, scale: Tensor, symmetric: bool, bounds: tuple[int, int]) -> tuple[Tensor, ...]:
+def _attempt(
+    padded: Tensor, scale: Tensor, symmetric: bool, bounds: tuple[int, int],
+) -> tuple[Tensor, Tensor, Tensor]:
     """Unrounded levels and stored zero points against the float16 ``scale`` (zeros of 0 when
     symmetric), and per group whether every level lies within half a step of the level range."""
     s = scale.float()
@@ -157,8 +159,8 @@ def quantize(w: Tensor, bits: int, group: int = 128, symmetric: bool = True) -> 
     scale = _nearest16(exact)
     u, zero, fits = _attempt(padded, scale, symmetric, bounds)
     if not bool(fits.all()):
-        scale = torch.where(fits, scale, _next16(scale))
-        u, zero, fits = _attempt(padded, scale, symmetric, bounds)
+        scale = torch.where(fits, scale, _next16(scale))  # one step up always fits (scale ≥ exact)
+        u, zero, _ = _attempt(padded, scale, symmetric, bounds)
     if not bool(torch.isfinite(scale).all()):
         raise ValueError(f"a group's scale exceeds float16's largest value {_F16_MAX:g}")
     q = torch.round(u).clamp(*bounds).reshape(n, -1)[:, :k]
