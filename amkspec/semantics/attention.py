@@ -13,7 +13,17 @@ import math
 import torch
 
 from amkspec.ir import AttentionFlags, InstructionKind
-from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, need, semantics, store
+from amkspec.semantics.registry import (
+    OpError,
+    Params,
+    Tensor,
+    arity,
+    f32,
+    float_param,
+    int_param,
+    semantics,
+    store,
+)
 
 _K = InstructionKind
 
@@ -42,17 +52,24 @@ def attention_tile(inputs: list[Tensor], outputs: list[Tensor], params: Params) 
     """Spec §7 ATTENTION_TILE: GQA attention of one decode query over a KV window."""
     arity(inputs, outputs, _K.ATTENTION_TILE, 3, 1)
     q, k_cache, v_cache = inputs[0], inputs[1], inputs[2]
-    hd = int(need(params, "head_dim", _K.ATTENTION_TILE))
+    hd = int_param(params, "head_dim", _K.ATTENTION_TILE)
+    if hd <= 0:
+        raise OpError(f"ATTENTION_TILE: head_dim must be positive, got {hd}")
     batched = k_cache.dim() == 4
-    n_heads = int(params.get("n_heads", q.shape[-2] if q.dim() >= 2 else 1))
-    n_kv = int(params.get("n_kv_heads", n_heads))
+    n_heads = int_param(params, "n_heads", _K.ATTENTION_TILE, q.shape[-2] if q.dim() >= 2 else 1)
+    n_kv = int_param(params, "n_kv_heads", _K.ATTENTION_TILE, n_heads)
     if n_kv <= 0 or n_heads % n_kv or k_cache.dim() not in (3, 4) or k_cache.shape[-2] * n_kv == 0:
         raise OpError(
             f"ATTENTION_TILE: {n_heads} heads cannot share {n_kv} kv heads of a {tuple(k_cache.shape)} cache"
         )
-    start = int(params.get("kv_start", 0))
-    length = int(params.get("kv_len", k_cache.shape[-3]))
-    scale = float(params.get("scale", 1.0 / math.sqrt(hd)))
+    if k_cache.shape[-1] != hd:
+        raise OpError(f"ATTENTION_TILE: K cache {tuple(k_cache.shape)} rows are not head_dim {hd} wide")
+    if v_cache.shape != k_cache.shape:
+        shapes = f"V cache {tuple(v_cache.shape)} differs from K cache {tuple(k_cache.shape)}"
+        raise OpError(f"ATTENTION_TILE: {shapes}")
+    start = int_param(params, "kv_start", _K.ATTENTION_TILE, 0)
+    length = int_param(params, "kv_len", _K.ATTENTION_TILE, k_cache.shape[-3])
+    scale = float_param(params, "scale", _K.ATTENTION_TILE, 1.0 / math.sqrt(hd))
     rep = n_heads // n_kv
     # Query head h = g·rep + r reads kv head g: group the query heads by kv head instead of
     # repeat-interleaving the cache (the same products, without copying the window rep times).
@@ -64,7 +81,7 @@ def attention_tile(inputs: list[Tensor], outputs: list[Tensor], params: Params) 
         scores = torch.matmul(qf, keys) * scale
     except RuntimeError as exc:
         raise OpError(f"ATTENTION_TILE: q {tuple(q.shape)} does not match {n_heads} heads of {hd}") from exc
-    if not batched and int(params.get("flags", 0)) & AttentionFlags.PARTIAL_WRITE:
+    if not batched and int_param(params, "flags", _K.ATTENTION_TILE, 0) & AttentionFlags.PARTIAL_WRITE:
         store(outputs[0], _partial(scores, values).reshape(n_heads, hd + 2))
         return
     probs = torch.softmax(scores, dim=-1)
@@ -93,10 +110,11 @@ def _partial(scores: Tensor, values: Tensor) -> Tensor:
 def attention_combine(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 ATTENTION_COMBINE: merge PARTIAL_WRITE shards (``head_dim`` may be omitted)."""
     arity(inputs, outputs, _K.ATTENTION_COMBINE, 1, 1)
-    hd = int(params.get("head_dim", inputs[0].shape[-1] - 2 if inputs[0].dim() else 0))
+    row = inputs[0].shape[-1] if inputs[0].dim() else 2
+    hd = int_param(params, "head_dim", _K.ATTENTION_COMBINE, row - 2)
     if hd <= 0 or inputs[0].numel() % (hd + 2):
         raise OpError(f"ATTENTION_COMBINE: partial {tuple(inputs[0].shape)} is not rows of head_dim+2")
-    n_heads = int(params.get("n_heads", inputs[0].numel() // (hd + 2)))
+    n_heads = int_param(params, "n_heads", _K.ATTENTION_COMBINE, inputs[0].numel() // (hd + 2))
     try:
         parts = [f32(p).reshape(n_heads, hd + 2) for p in inputs]
     except RuntimeError as exc:
@@ -129,14 +147,14 @@ def rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 ROPE: rotate-half rotary embedding, angles from the ``positions`` input buffer."""
     arity(inputs, outputs, _K.ROPE, 2, 1)
     x, pos = f32(inputs[0]), inputs[1].flatten()
-    hd = int(need(params, "head_dim", _K.ROPE))
+    hd = int_param(params, "head_dim", _K.ROPE)
     half = hd // 2
     if hd <= 0 or hd % 2 or x.dim() not in (2, 3) or x.shape[-1] != hd:
         raise OpError(f"ROPE: x {tuple(x.shape)} is not [.., heads, {hd}] with an even head_dim")
     slabs = 1 if x.dim() == 2 else x.shape[0]
     if pos.numel() < 1 or (x.dim() == 3 and pos.numel() != slabs):
         raise OpError(f"ROPE: {pos.numel()} positions for {slabs} slab(s)")
-    ang = pos[:slabs].float()[:, None] * inv_freq(half, float(params.get("theta", 10000.0)))
+    ang = pos[:slabs].float()[:, None] * inv_freq(half, float_param(params, "theta", _K.ROPE, 10000.0))
     c, s = torch.cos(ang), torch.sin(ang)
     if x.dim() == 3:
         c, s = c[:, None, :], s[:, None, :]

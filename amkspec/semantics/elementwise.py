@@ -7,7 +7,17 @@ import torch
 import torch.nn.functional as F
 
 from amkspec.ir import InstructionKind
-from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, semantics, store
+from amkspec.semantics.registry import (
+    OpError,
+    Params,
+    Tensor,
+    arity,
+    f32,
+    float_param,
+    int_param,
+    semantics,
+    store,
+)
 
 _K = InstructionKind
 
@@ -63,7 +73,7 @@ def mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
         a, b = _broadcast("MUL", inputs[0], inputs[1])
         store(outputs[0], a * b)
     else:
-        store(outputs[0], f32(inputs[0]) * float(params.get("scale", 1.0)))
+        store(outputs[0], f32(inputs[0]) * float_param(params, "scale", _K.MUL, 1.0))
 
 
 @semantics(
@@ -74,7 +84,7 @@ def softmax(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None
     """Spec §7 SOFTMAX along ``dim``."""
     arity(inputs, outputs, _K.SOFTMAX, 1, 1)
     x = f32(inputs[0])
-    dim = int(params.get("dim", -1))
+    dim = int_param(params, "dim", _K.SOFTMAX, -1)
     if not -max(x.dim(), 1) <= dim < max(x.dim(), 1):
         raise OpError(f"SOFTMAX: dim {dim} out of range for shape {tuple(x.shape)}")
     store(outputs[0], torch.softmax(x, dim=dim))

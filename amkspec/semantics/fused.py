@@ -75,8 +75,10 @@ def check_recipe(recipe: Any, n_inputs: int) -> list[dict[str, Any]]:
             bad = step.get("out_dtype")
             raise OpError(f"FUSED {where}: out_dtype {bad!r} not in {sorted(SCRATCH_DTYPES)}")
         out = _out(step.get("out", "final"), where)
-        finals += out == -1
-        scratch.add(out)
+        if out == -1:
+            finals += 1
+        else:
+            scratch.add(out)  # 'final' is the task's output, never a scratch a later step may read
     if not finals:
         raise OpError("FUSED: no step writes 'final'")
     return list(steps)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from amkspec.ir import DType, InstructionKind
 from amkspec.semantics.quant import dequant_rows
-from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, semantics, store
+from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, int_param, semantics, store
 
 _K = InstructionKind
 QUANT_CODES = (int(DType.I8), int(DType.I4))
@@ -18,7 +18,8 @@ _DOC = dict(
     family="Linear",
     inputs="x [M, K], W [N, K], optional bias [N]; quantized: x, qW, scales [N, n_groups]",
     outputs="out [M, N] (tile columns only)",
-    shapes="n_off + N_tile ≤ N; quantized I4 qW is packed [N, ceil(K/2)] (low nibble = even column)",
+    shapes="n_off + N_tile ≤ N; quantized qW is [N, K] (I8) or packed [N, ceil(K/2)] (I4, low nibble = "
+    "even column)",
 )
 
 
@@ -35,28 +36,40 @@ def linear_tile(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> 
     """The shared GEMV/GEMM tile routine (ignores ``M_tile``/``m_off``: all rows are written)."""
     arity(inputs, outputs, _K.GEMV_TILE, 2, 1)
     x, out = f32(inputs[0]), outputs[0]
-    n_off = int(params.get("n_off", 0))
-    if int(params.get("qdtype", 0)) in QUANT_CODES and len(inputs) >= 3:
-        n_tile = int(params.get("N_tile", inputs[2].shape[0]))
-        w = dequant_rows(inputs[1:], params, n_off, n_tile, int(params.get("K", x.shape[-1])))
-        tile = _matmul(x, w)
+    if x.dim() == 0 or inputs[1].dim() == 0 or out.dim() == 0:
+        raise OpError("x, W and out must each have at least one dimension")
+    n_off = int_param(params, "n_off", _K.GEMV_TILE, 0)
+    if int_param(params, "qdtype", _K.GEMV_TILE, 0) in QUANT_CODES and len(inputs) >= 3:
+        n_tile = int_param(params, "N_tile", _K.GEMV_TILE, inputs[2].shape[0])
+        k = int_param(params, "K", _K.GEMV_TILE, x.shape[-1])
+        tile = _matmul(x, dequant_rows(inputs[1:], params, n_off, n_tile, k))
     else:
-        n_tile = int(params.get("N_tile", inputs[1].shape[0]))
+        n_tile = int_param(params, "N_tile", _K.GEMV_TILE, inputs[1].shape[0])
         w = f32(inputs[1][n_off : n_off + n_tile])
         if w.shape[0] != n_tile or n_off < 0:
             raise OpError(f"tile rows {n_off}..{n_off + n_tile - 1} outside W {tuple(inputs[1].shape)}")
         tile = _matmul(x, w)
         if len(inputs) > 2:
-            tile = tile + f32(inputs[2][n_off : n_off + n_tile])
+            tile = _add_bias(tile, inputs[2], n_off, n_tile)
     if n_off < 0 or n_off + n_tile > out.shape[-1]:
         raise OpError(f"tile columns {n_off}..{n_off + n_tile - 1} outside an output {out.shape[-1]} wide")
     store(out[..., n_off : n_off + n_tile], tile)
 
 
+def _add_bias(tile: Tensor, bias: Tensor, n_off: int, n_tile: int) -> Tensor:
+    """``tile + bias[n_off : n_off+N_tile]``, the fp path's bias."""
+    try:
+        return tile + f32(bias[n_off : n_off + n_tile])
+    except RuntimeError as exc:
+        cols = f"columns {n_off}..{n_off + n_tile - 1}"
+        raise OpError(f"bias {tuple(bias.shape)} does not cover the tile's {cols}") from exc
+
+
 gemv_tile = semantics(
     _K.GEMV_TILE,
-    params="K (W's width is used); N_tile = N; n_off = 0; qdtype ∈ {6 I8, 7 I4} with 3 inputs selects "
-    "the quantized path; group = K",
+    params="K: not read on the fp path (W's width is used), the number of dequantized columns on the "
+    "quantized path (default x's last dim); N_tile = N; n_off = 0; qdtype ∈ {6 I8, 7 I4} with 3 inputs "
+    "selects the quantized path; group = K",
     formula="out[..., n_off:n_off+N_tile] = x @ W[n_off:n_off+N_tile].T (+ bias), float32, then cast",
     **_DOC,
 )(linear_tile)

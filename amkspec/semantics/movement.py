@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from amkspec.ir import InstructionKind
-from amkspec.semantics.registry import OpError, Params, Tensor, arity, need, semantics, store
+from amkspec.semantics.registry import OpError, Params, Tensor, arity, int_param, semantics, store
 
 _K = InstructionKind
 
@@ -66,7 +66,7 @@ def embed(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
 def kv_append(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 KV_APPEND: write whole rows of new k/v into the cache at ``pos``."""
     arity(inputs, outputs, _K.KV_APPEND, 1, 1)
-    pos = int(need(params, "pos", _K.KV_APPEND))
+    pos = int_param(params, "pos", _K.KV_APPEND)
     cache, new = outputs[0], inputs[0]
     if cache.dim() not in (3, 4):
         raise OpError(f"KV_APPEND: cache must be rank 3 or 4, got shape {tuple(cache.shape)}")

@@ -6,7 +6,17 @@ import torch
 import torch.nn.functional as F
 
 from amkspec.ir import InstructionKind
-from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, semantics, store
+from amkspec.semantics.registry import (
+    OpError,
+    Params,
+    Tensor,
+    arity,
+    f32,
+    float_param,
+    int_param,
+    semantics,
+    store,
+)
 
 _K = InstructionKind
 
@@ -20,9 +30,14 @@ _K = InstructionKind
 def rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 RMSNORM (float32; ``x·r`` before ``·w``, eps default 1e-6)."""
     arity(inputs, outputs, _K.RMSNORM, 2, 1)
-    x = f32(inputs[0])
-    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + float(params.get("eps", 1e-6)))
-    store(outputs[0], (x * r) * f32(inputs[1]))
+    x, w = f32(inputs[0]), inputs[1]
+    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + float_param(params, "eps", _K.RMSNORM, 1e-6))
+    try:
+        y = (x * r) * f32(w)
+    except RuntimeError as exc:
+        shapes = f"weight w {tuple(w.shape)} does not broadcast over x {tuple(x.shape)}"
+        raise OpError(f"RMSNORM: {shapes}") from exc
+    store(outputs[0], y)
 
 
 @semantics(
@@ -35,10 +50,12 @@ def layernorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> No
     """Spec §7 LAYERNORM (eps default 1e-5, unlike RMSNORM's 1e-6)."""
     arity(inputs, outputs, _K.LAYERNORM, 2, 1)
     x = f32(inputs[0])
-    hidden = int(params.get("hidden", x.shape[-1]))
+    if x.dim() == 0:
+        raise OpError("LAYERNORM: x must have at least one dimension")
+    hidden = int_param(params, "hidden", _K.LAYERNORM, x.shape[-1])
     bias = f32(inputs[2]) if len(inputs) > 2 else None
     try:
-        y = F.layer_norm(x, (hidden,), f32(inputs[1]), bias, float(params.get("eps", 1e-5)))
+        y = F.layer_norm(x, (hidden,), f32(inputs[1]), bias, float_param(params, "eps", _K.LAYERNORM, 1e-5))
     except RuntimeError as exc:
         raise OpError(f"LAYERNORM: {exc}") from exc
     store(outputs[0], y)

@@ -19,7 +19,7 @@ import attrs
 import torch
 
 from amkspec.ir import DType, InstructionKind
-from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, semantics, store
+from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, int_param, semantics, store
 
 _K = InstructionKind
 
@@ -53,6 +53,8 @@ def unpack_int4(packed: Tensor, k: int) -> Tensor:
 
 def expand_groups(table: Tensor, group: int, k: int) -> Tensor:
     """Repeat each group's value ``group`` times along the last dim; a short table repeats its last group."""
+    if table.dim() == 0 or table.shape[-1] == 0:
+        raise OpError(f"a scale or zero-point table {tuple(table.shape)} holds no group")
     t = f32(table).repeat_interleave(group, dim=-1)
     if t.shape[-1] < k:
         pad = t[..., -1:].expand(*t.shape[:-1], k - t.shape[-1])
@@ -61,11 +63,18 @@ def expand_groups(table: Tensor, group: int, k: int) -> Tensor:
 
 
 def levels(q: Tensor, qdtype: int, k: int, has_zeros: bool) -> Tensor:
-    """Float32 levels of stored ``q``: I4 unpacks nibbles (−8 when symmetric), others convert."""
-    if qdtype == DType.I4:
+    """Float32 levels of stored ``q``: I4 unpacks nibbles (−8 when symmetric), others convert.
+
+    An I4 ``q`` must hold ``ceil(K/2)`` packed bytes per row, any other ``q`` ``K`` levels."""
+    packed = qdtype == DType.I4
+    width = (k + 1) // 2 if packed else k
+    if q.dim() == 0 or q.shape[-1] != width:
+        held = f"{width} packed I4 bytes" if packed else f"{width} levels"
+        raise OpError(f"quantized q {tuple(q.shape)} must hold {held} per row for K = {k}")
+    if packed:
         nib = unpack_int4(q, k).float()
         return nib if has_zeros else nib - 8.0
-    return f32(q)[..., :k]
+    return f32(q)
 
 
 def dequantize(q: Tensor, scales: Tensor, zeros: Tensor | None, qdtype: int, group: int, k: int) -> Tensor:
@@ -73,8 +82,10 @@ def dequantize(q: Tensor, scales: Tensor, zeros: Tensor | None, qdtype: int, gro
     if group <= 0:
         raise OpError(f"quantization group must be positive, got {group}")
     lv = levels(q, qdtype, k, zeros is not None)
-    if lv.shape[-1] != k:
-        raise OpError(f"quantized levels hold {lv.shape[-1]} columns, expected K = {k}")
+    for name, table in (("scales", scales), ("zeros", zeros)):
+        if table is not None and table.shape[:-1] != lv.shape[:-1]:
+            rows = f"one row of groups per row of q {tuple(q.shape)}"
+            raise OpError(f"{name} {tuple(table.shape)} is not {rows}")
     if zeros is not None:
         lv = lv - expand_groups(zeros, group, k)
     return lv * expand_groups(scales, group, k)
@@ -87,50 +98,86 @@ def dequant_rows(qin: list[Tensor], params: Params, n_off: int, n_tile: int, k: 
     zeros = qin[2][rows] if len(qin) > 2 else None
     if n_off < 0 or q.shape[0] != n_tile or scales.shape[0] != n_tile:
         raise OpError(f"rows {n_off}..{n_off + n_tile - 1} outside a quantized W ({qin[0].shape[0]} rows)")
-    return dequantize(q, scales, zeros, int(params.get("qdtype", 0)), int(params.get("group", k)), k)
+    qdtype = int_param(params, "qdtype", _K.GEMV_TILE, 0)
+    return dequantize(q, scales, zeros, qdtype, int_param(params, "group", _K.GEMV_TILE, k), k)
 
 
-def _stored(scale: Tensor) -> Tensor:
-    """Scales as they will be stored (float16), so levels are computed against the stored value."""
-    return scale.clamp_min(1e-8).to(torch.float16).float().clamp_min(2.0**-24)
+_F16_MAX = float(torch.finfo(torch.float16).max)
+_ZERO_MAX = 2048.0
+"""The largest zero point float16 stores exactly (every integer up to 2^11 is a float16)."""
+
+
+def _nearest16(scale: Tensor) -> Tensor:
+    """The float16 nearest to each scale, at least the smallest positive float16 (2^-24)."""
+    return scale.clamp_min(1e-8).to(torch.float16).clamp_min(2.0**-24)
+
+
+def _next16(scale: Tensor) -> Tensor:
+    """The next float16 above each positive finite float16 (its bit pattern plus one)."""
+    return (scale.view(torch.int16) + 1).view(torch.float16)
+
+
+def _attempt(
+    padded: Tensor, scale: Tensor, symmetric: bool, bounds: tuple[int, int],
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Unrounded levels and stored zero points against the float16 ``scale`` (zeros of 0 when
+    symmetric), and per group whether every level lies within half a step of the level range."""
+    s = scale.float()
+    zero = torch.zeros_like(s) if symmetric else torch.round(-padded.amin(-1) / s).to(torch.float16).float()
+    u = padded / s[..., None] + zero[..., None]
+    fits = ((u >= bounds[0] - 0.5) & (u <= bounds[1] + 0.5)).all(-1)
+    return u, zero, fits
 
 
 def quantize(w: Tensor, bits: int, group: int = 128, symmetric: bool = True) -> QuantizedWeight:
-    """Quantize a float ``[N, K]`` weight per group along K (spec §7.7); bits is 4 or 8.
+    """Quantize a finite float ``[N, K]`` weight per group along K (spec §7.7); bits is 4 or 8.
 
-    Levels are computed against the float16-rounded scale that is stored, so every
-    weight dequantizes to within half a step of its original value."""
+    Levels are computed against the scale and zero point as stored (float16), so every weight
+    dequantizes to within half a step (the stored scale) of its original value. The scale is
+    ``max|w| / qmax`` (symmetric) or ``(max − min) / qmax`` (asymmetric, at least ``|min| / 2048``
+    so that the zero point is a float16 integer), rounded to the nearest float16, or to the next
+    float16 above where the nearest one would put a level more than half a step outside the level
+    range. A group whose scale exceeds float16's largest finite value is a ``ValueError``."""
     if bits not in (4, 8):
         raise ValueError(f"bits must be 4 or 8, got {bits}")
+    if group <= 0:
+        raise ValueError(f"group must be positive, got {group}")
     w = f32(w)
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError("quantize needs finite weights")
     n, k = w.shape
     n_groups = math.ceil(k / group)
     padded = torch.cat([w, w.new_zeros(n, n_groups * group - k)], dim=1).reshape(n, n_groups, group)
     if symmetric:
         qmax = 7 if bits == 4 else 127
-        scale = _stored(padded.abs().amax(-1) / qmax)
-        q = torch.round(padded / scale[..., None]).clamp(-qmax - (bits == 4), qmax)
-        zeros = None
+        bounds = (-qmax - (bits == 4), qmax)
+        exact = padded.abs().amax(-1) / qmax
     else:
-        qmax = 2**bits - 1
+        bounds = (0, 2**bits - 1)
         lo, hi = padded.amin(-1), padded.amax(-1)
-        scale = _stored((hi - lo) / qmax)
-        zero = torch.round(-lo / scale)
-        q = torch.round(padded / scale[..., None] + zero[..., None]).clamp(0, qmax)
-        zeros = zero.to(torch.float16)
-    q = q.reshape(n, -1)[:, :k]
+        exact = torch.maximum((hi - lo) / bounds[1], lo.abs() / _ZERO_MAX)
+    scale = _nearest16(exact)
+    u, zero, fits = _attempt(padded, scale, symmetric, bounds)
+    if not bool(fits.all()):
+        scale = torch.where(fits, scale, _next16(scale))  # one step up always fits (scale ≥ exact)
+        u, zero, _ = _attempt(padded, scale, symmetric, bounds)
+    if not bool(torch.isfinite(scale).all()):
+        raise ValueError(f"a group's scale exceeds float16's largest value {_F16_MAX:g}")
+    q = torch.round(u).clamp(*bounds).reshape(n, -1)[:, :k]
     if bits == 4:
         stored = pack_int4(q + 8 if symmetric else q)
     else:
         stored = q.to(torch.int8 if symmetric else torch.uint8)
-    return QuantizedWeight(stored, scale.to(torch.float16), zeros, bits, group, k)
+    zeros = None if symmetric else zero.to(torch.float16)
+    return QuantizedWeight(stored, scale, zeros, bits, group, k)
 
 
 @semantics(
     _K.DEQUANT, family="Quantization", inputs="q, scales [..., n_groups], optional zeros",
     outputs="out [..., K]",
     params="qdtype (7 with a packed I4 q: nibbles are unpacked; otherwise q holds levels); group = K",
-    shapes="K = out.numel / rows of q; scales/zeros have ceil(K/group) columns",
+    shapes="K = out.numel / rows of q; q holds K levels or (uint8, qdtype 7) ceil(K/2) packed bytes "
+    "per row; scales/zeros have ceil(K/group) columns",
     formula="out = (level − zero) · scale per group, level = nibble − 8 (I4 symmetric), nibble "
     "(I4 with zeros) or q (otherwise); float32, then cast",
 )
@@ -138,16 +185,32 @@ def dequant(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None
     """Spec §7.7 DEQUANT, unpacking packed I4 nibbles (the original did not: see the differences pages)."""
     arity(inputs, outputs, _K.DEQUANT, 2, 1)
     q, out = inputs[0], outputs[0]
-    rows = q.shape[:-1] if q.dim() else ()
+    if q.dim() == 0:
+        raise OpError("DEQUANT: q must have at least one dimension")
+    rows = q.shape[:-1]
     n_rows = math.prod(rows)
     if n_rows == 0 or out.numel() % n_rows:
         raise OpError(f"DEQUANT: output of {out.numel()} elements is not whole rows of q {tuple(q.shape)}")
     k = out.numel() // n_rows
-    group = int(params.get("group", k))
-    scales = inputs[1].reshape(*rows, -1)
-    zeros = inputs[2].reshape(*rows, -1) if len(inputs) > 2 else None
-    qdtype = int(params.get("qdtype", 0))
-    packed = q.dtype == torch.uint8 and q.dim() > 0 and q.shape[-1] == (k + 1) // 2
+    group = int_param(params, "group", _K.DEQUANT, k)
+    scales = _per_row(inputs[1], rows, "scales")
+    zeros = _per_row(inputs[2], rows, "zeros") if len(inputs) > 2 else None
+    qdtype = int_param(params, "qdtype", _K.DEQUANT, 0)
+    packed = q.dtype == torch.uint8 and q.shape[-1] == (k + 1) // 2
     if qdtype == DType.I4 and not packed:
+        if q.shape[-1] != k:
+            raise OpError(
+                f"DEQUANT: q {tuple(q.shape)} holds neither ceil(K/2) = {(k + 1) // 2} packed I4 bytes "
+                f"nor K = {k} levels per row"
+            )
         qdtype = 0  # levels already unpacked (an I8/U8 buffer): read them as given, like the original
     store(out, dequantize(q, scales, zeros, qdtype, group, k))
+
+
+def _per_row(table: Tensor, rows: tuple[int, ...], name: str) -> Tensor:
+    """A DEQUANT scale or zero-point table as ``[*rows, n_groups]``."""
+    try:
+        return table.reshape(*rows, -1)
+    except RuntimeError as exc:
+        raise OpError(f"DEQUANT: {name} {tuple(table.shape)} is not a row of groups for each of q's "
+                      f"{math.prod(rows)} rows") from exc

@@ -9,6 +9,7 @@ formula as text; the spec site's §7 tables are generated from it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,7 +24,15 @@ OpFn = Callable[[list[Tensor], list[Tensor], Params], None]
 
 
 class OpError(AmkspecError, ValueError):
-    """An opcode cannot run on these operands or params (a missing param, an id out of range…)."""
+    """An opcode cannot run on these operands or params (a missing param, an id out of range…).
+
+    Every registered function raises only this for bad operands or params: the checks name the
+    operand, and :func:`semantics` turns any other error a torch call raises into an ``OpError``
+    naming the opcode (the torch error chained as its cause)."""
+
+
+_TORCH_ERRORS = (RuntimeError, LookupError, ValueError, TypeError, ArithmeticError)
+"""What torch and Python raise on operands they cannot use (shapes, indices, conversions)."""
 
 
 @attrs.frozen
@@ -54,17 +63,34 @@ def semantics(
     kind: InstructionKind, *, family: str, inputs: str, outputs: str, params: str, shapes: str,
     formula: str,
 ) -> Callable[[OpFn], OpFn]:
-    """Register ``fn`` as the reference numerics of ``kind`` (one function per opcode)."""
+    """Register ``fn`` as the reference numerics of ``kind`` (one function per opcode); the
+    registry holds it wrapped so that it raises only :class:`OpError` on bad operands."""
     if family not in FAMILIES:
         raise ValueError(f"unknown op family {family!r}")
 
     def register(fn: OpFn) -> OpFn:
         if kind in SEMANTICS:
             raise ValueError(f"{kind.name} registered twice")
-        SEMANTICS[kind] = OpSemantics(kind, fn, family, inputs, outputs, params, shapes, formula)
+        checked = _op_errors(kind, fn)
+        SEMANTICS[kind] = OpSemantics(kind, checked, family, inputs, outputs, params, shapes, formula)
         return fn
 
     return register
+
+
+def _op_errors(kind: InstructionKind, fn: OpFn) -> OpFn:
+    """``fn`` with every error a bad operand can raise reported as an :class:`OpError`."""
+
+    @functools.wraps(fn)
+    def checked(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
+        try:
+            fn(inputs, outputs, params)
+        except OpError:
+            raise
+        except _TORCH_ERRORS as exc:
+            raise OpError(f"{kind.name}: {exc}") from exc
+
+    return checked
 
 
 def f32(t: Tensor) -> Tensor:
@@ -87,6 +113,24 @@ def need(params: Params, key: str, kind: InstructionKind) -> Any:
     if key not in params:
         raise OpError(f"{kind.name} needs param {key!r}")
     return params[key]
+
+
+def int_param(params: Params, key: str, kind: InstructionKind, default: int | None = None) -> int:
+    """Param ``key`` converted by ``int()``; ``default`` when absent (None: the param is required)."""
+    value = need(params, key, kind) if default is None else params.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise OpError(f"{kind.name}: param {key!r} must be an integer, got {value!r}") from exc
+
+
+def float_param(params: Params, key: str, kind: InstructionKind, default: float) -> float:
+    """Param ``key`` converted by ``float()``; ``default`` when absent."""
+    value = params.get(key, default)
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise OpError(f"{kind.name}: param {key!r} must be a number, got {value!r}") from exc
 
 
 def arity(inputs: list[Tensor], outputs: list[Tensor], kind: InstructionKind, n_in: int, n_out: int) -> None:

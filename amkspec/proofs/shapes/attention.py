@@ -34,7 +34,11 @@ ATTENTION_RULES = (
     ),
 )
 COMBINE_RULES = (
-    Rule(C.COMBINE_HEAD_DIM, "param `head_dim` present and `> 0` (the reference needs it)"),
+    Rule(
+        C.COMBINE_HEAD_DIM,
+        "param `head_dim` present and `> 0` (by choice: amkspec's VMs derive it from the partial rows, "
+        "the original's reference and device read it)",
+    ),
     Rule(
         C.PARTIAL_SHAPE,
         "every partial has `n_heads * (head_dim + 2)` elements "
