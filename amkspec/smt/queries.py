@@ -72,7 +72,8 @@ Z3, HAPPENS_BEFORE, MAXIMAL_RUN = "Z3", "happens-before", "maximal run"
 PEELING, NO_GAP = "peeling", "footprint"
 """What decided a query (:attr:`QueryResult.by`): a Z3 check; the all-join order (no Z3 call);
 the maximal run (deadlock: reduced path, or no task at all); peeling successor-less tasks (cycle,
-reduced path); the footprints alone (an unwritten read whose elements every other writer covers)."""
+reduced path); the footprints alone (an unwritten read whose elements every other writer covers, or that reads
+no element)."""
 
 
 @attrs.frozen
@@ -213,7 +214,9 @@ class Prover:
 
         def run() -> Witness | None:
             gap = any(o.buffer == buffer and o.unwritten for o in self.reads_of.get(reader, []))
-            if not gap and buffer in self.view.tasks[reader].reads and self.view.buffer_users[buffer][1]:
+            # ``gap``: some element it reads is written by no other task (with no writer at all, any
+            # element it reads; none when it reads no element, or not this buffer)
+            if not gap:
                 self._decided(NO_GAP)
                 return None
             enc = self.encoding([reader])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amkspec.ir import BufferKind, DType, ProgramBuilder, load
+from amkspec.ir import Buffer, BufferKind, DType, MegakernelProgram, ProgramBuilder, Task, load
 from amkspec.ir import InstructionKind as K
 from amkspec.proofs.replay import check_witness
 from amkspec.smt import Prover, queries, render_dot, render_text
@@ -39,6 +39,20 @@ def test_unwritten_read_query() -> None:
     r = Prover(prog).unwritten_read(0, 0)
     assert r.witness is not None
     check_witness(prog, r.witness.to_dict(prog))
+
+
+def test_no_unwritten_read_witness_for_a_read_of_no_element() -> None:
+    """A malformed task's footprint is all of each buffer it names; here that is a zero-element
+    ACTIVATION no task writes, so it reads no element and there is no unwritten read to witness
+    (found by hypothesis: the query asked Z3 whenever the buffer had no writer, and the witness
+    did not replay)."""
+    empty = Buffer(id=0, name="empty", kind=BufferKind.ACTIVATION, dtype=DType.F32, shape=(0,))
+    task = Task(id=0, op=K.NOP, inputs=[-1, 0], outputs=[], out_counter=0, waits=[], params={})
+    prog = MegakernelProgram(buffers=[empty], counters=[], tasks=[task])
+    results = Prover(prog).prove_all()
+    [read] = [r for r in results if r.kind == "unwritten-read"]
+    assert read.witness is None and read.by == queries.NO_GAP
+    assert Prover(prog).unwritten_read(0, 0).witness is None
 
 
 def test_deadlock_witness_names_the_exact_blocking_waits() -> None:
