@@ -80,6 +80,16 @@ def test_a_missing_expected_tensor_is_a_case_error() -> None:
         compare({"dtype": "I8", "shape": [1], "data": [1]}, want, case, case.body["tolerance"])
 
 
+def test_an_expected_tensor_with_a_damaged_npy_header_is_a_tensor_error(tmp_path: Path) -> None:
+    """numpy's header parser raises ``tokenize.TokenError`` on a header dict with no closing brace."""
+    import numpy as np
+
+    np.save(tmp_path / "good.npy", np.zeros(3, np.float32))
+    (tmp_path / "bad.npy").write_bytes((tmp_path / "good.npy").read_bytes().replace(b"}", b" ", 1))
+    with pytest.raises(TensorError, match="cannot read"):
+        decode({"dtype": "F32", "shape": [3], "npy": "bad.npy"}, tmp_path)
+
+
 @pytest.mark.parametrize("command", ["", 'python3 "x'])
 def test_an_impl_text_that_is_not_a_command_line_is_refused(command: str) -> None:
     with pytest.raises(ImplCommandError):

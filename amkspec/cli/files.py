@@ -11,6 +11,7 @@ import contextlib
 import os
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
+from tokenize import TokenError
 from typing import Any
 
 from amkspec.cli.base import fail
@@ -66,8 +67,8 @@ def read_npz(path: str) -> dict[str, Any]:
                  f"(raise the limit with {MAX_DECOMPRESSED_BYTES.env}=BYTES)")
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, MemoryError, KeyError) as exc:
-        fail(f"{path}: not a readable .npz file ({_reason(exc)})")
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, MemoryError, KeyError, TokenError) as exc:
+        fail(f"{path}: not a readable .npz file ({_reason(exc)})")  # TokenError: a damaged .npy header
 
 
 def read_bytes_file(path: str) -> bytes:

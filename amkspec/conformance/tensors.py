@@ -10,6 +10,7 @@ the exact decimal of each value, and ``.npy`` files store them as ``float32``, s
 from __future__ import annotations
 
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,7 @@ def decode(obj: Any, base: Path | None = None) -> np.ndarray:
         path = Path(obj["npy"]) if base is None else base / obj["npy"]
         try:
             array = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError, TokenError) as exc:  # TokenError: a damaged header
             raise TensorError(f"cannot read {path}: {exc}") from exc
         array = array.astype(np_type, copy=False)
     else:

@@ -200,6 +200,25 @@ def _toy(tmp_path: Path, pos: int = 0) -> tuple[str, str, str]:
     return str(prog), str(weights), str(inputs)
 
 
+def _damaged_npy() -> bytes:
+    """A ``.npy`` whose header dict lost its closing brace (numpy's header parser then raises
+    ``tokenize.TokenError``, found by ``tools/fuzz_cli.py``)."""
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(3, np.float32))
+    return buf.getvalue().replace(b"}", b" ", 1)
+
+
+def test_weights_with_a_damaged_npy_header_are_unusable_input(tmp_path: Path) -> None:
+    import zipfile
+
+    prog, _, inputs = _toy(tmp_path)
+    bad = tmp_path / "bad.npz"
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("embed.npy", _damaged_npy())
+    line = one_error(run("run", prog, "--weights", str(bad), "--inputs", inputs))
+    assert "not a readable .npz file" in line
+
+
 def test_a_uint64_position_does_not_wrap_around(tmp_path: Path) -> None:
     prog, weights, _ = _toy(tmp_path)
     wrap = tmp_path / "wrap.npz"
