@@ -29,7 +29,9 @@ from amkspec.cli.files import (
     save_npz,
     write_output,
 )
+from amkspec.cli.model_arg import model_argument
 from amkspec.cli.params import SEED
+from amkspec.cli.progress import Bar
 from amkspec.exit_codes import EXIT_REJECTED
 from amkspec.ir import TARGETS, AmkspecError, BufferKind, DType, MegakernelProgram, ScheduleConfig
 
@@ -43,7 +45,6 @@ if TYPE_CHECKING:  # torch is imported only when a command that needs it runs
 DEFAULT_PROMPT = "7,25,103"
 """The prompt of ``decode`` (and of the demo) when none is given."""
 
-MODEL_NAMES = click.Choice(["medium", "small", "toy", "toy-1L", "toy-2L"])
 DTYPES = click.Choice(["F32", "F16", "BF16"])
 
 
@@ -203,7 +204,7 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None
 
 
 @main.command("lower")
-@click.argument("model", type=MODEL_NAMES)
+@model_argument()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON.")
 @click.option("--pos", type=int, default=0, show_default=True, help="Absolute position of the token.")
 @click.option("--target", type=click.Choice(sorted(TARGETS)), default=None, help="GPU target record.")
@@ -213,9 +214,9 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None
 @quant_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
 @clean_errors
-def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None, dtype: str, batch: int,
+def lower_cmd(model: str | Path, config_path: str | None, pos: int, target: str | None, dtype: str, batch: int,
               compat: bool, quant: str | None, group: int, output: str | None) -> None:
-    """Lower one decode step of MODEL into a program (the lowering guide)."""
+    """Lower one decode step of MODEL (or --checkpoint) into a program (the lowering guide)."""
     from amkspec.lower import lower
 
     if output:
@@ -229,24 +230,29 @@ def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None,
 
 
 @main.command("weights")
-@click.argument("model", type=MODEL_NAMES)
+@model_argument()
 @click.option("--dtype", type=DTYPES, default=None, help="Default: the model's dtype.")
 @click.option("--seed", type=SEED, default=None, help="Default: the model's seed (0).")
 @quant_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz or .safetensors")
 @clean_errors
-def weights_cmd(model: str, dtype: str | None, seed: int | None, quant: str | None, group: int,
+def weights_cmd(model: str | Path, dtype: str | None, seed: int | None, quant: str | None, group: int,
                 output: str) -> None:
-    """Write MODEL's deterministic weights, keyed by state-dict key (= buffer source).
+    """Write MODEL's weights (a preset's deterministic ones, a checkpoint's imported ones), keyed by
+    state-dict key (= buffer source).
 
     With ``--quant`` the projections are written as their stored levels plus ``<key>.scales``,
     ready for a program lowered with the same ``--quant``/``--group``.
     """
     from amkspec.lower import resolve_model
     from amkspec.models import make_weights, quantize_weights
+    from amkspec.models.registry import model_weights
 
     m = resolve_model(model)
-    weights = make_weights(m, DType[dtype] if dtype else None, seed)
+    if m.checkpoint is not None and seed is not None:
+        fail(f"--seed: model {m.name!r} has its checkpoint's weights, not seeded ones")
+    weights = (model_weights(m, DType[dtype] if dtype else None) if m.checkpoint is not None
+               else make_weights(m, DType[dtype] if dtype else None, seed))
     spec = _quant(quant, group)
     if spec is not None:
         weights = quantize_weights(m, weights, spec)[0]
@@ -373,14 +379,14 @@ def _check_pos_input(prog: MegakernelProgram, inputs: Mapping[str, Any], steps: 
              f"rows [0, {min(rows)}); nothing was run")
 
 
-def _prompt(text: str) -> list[int]:
-    """Token ids of ``--prompt`` ("1,2,3")."""
+def _prompt(text: str, option: str = "--prompt-ids") -> list[int]:
+    """Token ids of ``--prompt-ids`` ("1,2,3")."""
     try:
         tokens = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        fail(f"--prompt: expected comma-separated integers, got {text!r}")
+        fail(f"{option}: expected comma-separated integers, got {text!r}")
     if not tokens:
-        fail("--prompt: give at least one token id")
+        fail(f"{option}: give at least one token id")
     return tokens
 
 
@@ -392,10 +398,25 @@ def _step_line(step: DecodeStep) -> str:
     return f"pos {step.pos:3d} fed {list(step.fed)} vm→{list(step.vm_next)} eager→{eager} {err}{verdict}"
 
 
+def _weights(m: ModelConfig) -> Any:
+    """The model's weights, with a progress bar on a terminal while a checkpoint is read."""
+    from amkspec.models.registry import checkpoint_of, model_weights
+
+    found = checkpoint_of(m)
+    bar = Bar(len(found.tensor_types) if found is not None else 0, f"reading {m.name}", "tensor")
+    try:
+        return model_weights(m, on_tensor=bar.update)
+    finally:
+        bar.close()
+
+
 @main.command("decode")
-@click.argument("model", type=MODEL_NAMES)
-@click.option("--prompt", default=DEFAULT_PROMPT, show_default=True, help="Comma-separated token ids.")
-@click.option("--steps", type=click.IntRange(1), default=4, show_default=True, help="Tokens to generate.")
+@model_argument()
+@click.option("--prompt", "prompt_text", default=None, help="Text to continue (a model with a tokenizer).")
+@click.option("--prompt-ids", default=None, help=f"Comma-separated token ids [default: {DEFAULT_PROMPT} "
+              "when there is no --prompt].")
+@click.option("--tokens", "--steps", "tokens", type=click.IntRange(1), default=4, show_default=True,
+              help="Tokens to generate.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON.")
 @click.option("--target", type=click.Choice(sorted(TARGETS)), default=None)
 @click.option("--dtype", type=DTYPES, default="F32", show_default=True)
@@ -403,26 +424,62 @@ def _step_line(step: DecodeStep) -> str:
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @quant_options
 @vm_option
+@click.option("--no-check", is_flag=True, help="Skip the eager model: feed back the VM's own argmax.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report instead of lines.")
 @clean_errors
-def decode_cmd(model: str, prompt: str, steps: int, config_path: str | None, target: str | None, dtype: str,
-               policy: str, seed: int, quant: str | None, group: int, vm_name: str, as_json: bool) -> None:
-    """Greedy-decode MODEL on the ReferenceVM (or --vm) and the eager model side by side; exit 1 if they
-    disagree."""
+def decode_cmd(model: str | Path, prompt_text: str | None, prompt_ids: str | None, tokens: int,
+               config_path: str | None, target: str | None, dtype: str, policy: str, seed: int,
+               quant: str | None, group: int, vm_name: str, no_check: bool, as_json: bool) -> None:
+    """Greedy-decode MODEL (or --checkpoint) on the ReferenceVM (or --vm), the eager model alongside;
+    print the text and the token ids. Exit 1 if the VM and the eager model disagree."""
+    from amkspec.lower import resolve_model
     from amkspec.lower.decode import greedy_decode
+    from amkspec.models.registry import model_tokenizer
 
-    run = greedy_decode(model, _prompt(prompt), steps, config=read_config(config_path), target=target,
-                        dtype=DType[dtype], quant=_quant(quant, group), policy=_policy(policy, seed),
-                        on_step=None if as_json else lambda s: click.echo(_step_line(s)),
-                        make_vm=lambda p: make_vm(vm_name, p, _policy(policy, seed)))
+    if prompt_text is not None and prompt_ids is not None:
+        fail("give --prompt or --prompt-ids, not both")
+    m = resolve_model(model)
+    tokenizer = model_tokenizer(m)
+    if prompt_text is not None:
+        if tokenizer.tokenizer is None:
+            fail(f"--prompt: {tokenizer.note}; use --prompt-ids")
+        ids = tokenizer.encode(prompt_text)
+        if not ids:
+            fail("--prompt: the text has no tokens")
+    else:
+        ids = _prompt(prompt_ids if prompt_ids is not None else DEFAULT_PROMPT)
+    config = read_config(config_path)
+    weights = _weights(m)
+    bar = Bar(len(ids) + tokens - 1, "decoding", "launch")
+
+    def on_step(step: DecodeStep) -> None:
+        bar.update()
+        if not as_json:
+            click.echo(_step_line(step))
+
+    try:
+        run = greedy_decode(m, ids, tokens, config=config, target=target, dtype=DType[dtype], weights=weights,
+                            quant=_quant(quant, group), policy=_policy(policy, seed), eager=not no_check,
+                            on_step=on_step, make_vm=lambda p: make_vm(vm_name, p, _policy(policy, seed)))
+    finally:
+        bar.close()
+    new_ids = run.vm_generated[0]
+    text = tokenizer.decode(new_ids) if tokenizer.tokenizer is not None else None
     if as_json:
-        echo_json({"model": model, "dtype": dtype, "agree": run.agree, "generated": run.generated[0],
+        echo_json({"model": m.name, "dtype": dtype, "vm": vm_name, "prompt": prompt_text, "prompt_ids": ids,
+                   "new_ids": new_ids, "text": text, "agree": run.agree, "lowered": run.lowered,
                    "steps": [{"pos": s.pos, "fed": list(s.fed), "vm_next": list(s.vm_next),
                               "eager_next": list(s.eager_next or []),
                               "check": s.check.to_dict() if s.check else None} for s in run.steps]})
     else:
-        click.echo(f"generated {run.generated[0]}; max abs err {run.max_abs_err:.3g}; "
-                   + ("VM and eager agree" if run.agree else "VM and eager DISAGREE"))
+        click.echo(f"prompt ids: {ids}")
+        click.echo(f"new ids: {new_ids}")
+        if text is not None:
+            click.echo(f"text: {tokenizer.decode(ids)}{text}")
+        verdict = "no eager check" if no_check else ("VM and eager agree" if run.agree else
+                                                     "VM and eager DISAGREE")
+        click.echo(f"{len(run.steps)} launches, {run.lowered} lowering(s); max abs err {run.max_abs_err:.3g}; "
+                   f"{verdict}")
     if not run.agree:
         raise SystemExit(EXIT_REJECTED)
 

@@ -10,6 +10,7 @@ PageAllocation. Every config is first checked by :mod:`amkspec.lower.knobs`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,20 +20,22 @@ from amkspec.lower.errors import LoweringError
 from amkspec.lower.knobs import MAX_BATCH, require_valid
 from amkspec.lower.pages import allocate_pages
 from amkspec.lower.sm_assign import assign_sms
-from amkspec.models.config import MODELS, ModelConfig
+from amkspec.models.config import ModelConfig
 from amkspec.models.quant import QuantSpec, quantized_keys
+from amkspec.models.registry import UnknownModel, resolve
 
 LOWERABLE_DTYPES = (DType.F32, DType.F16, DType.BF16)
 
 
-def resolve_model(model: ModelConfig | str) -> ModelConfig:
-    """A preset by name (``toy``, ``toy-2L``, ``medium``, ``small``) or the config itself."""
-    if isinstance(model, ModelConfig):
-        return model
+def resolve_model(model: ModelConfig | str | os.PathLike[str]) -> ModelConfig:
+    """The config itself, a model by name (a preset or a built-in checkpoint,
+    :data:`~amkspec.models.registry.MODEL_NAMES`) or the checkpoint at a path (:mod:`amkspec.models.registry`)."""
+    if not isinstance(model, ModelConfig | str | os.PathLike):
+        raise LoweringError(f"unknown model {model!r} (give a name, a checkpoint path or a ModelConfig)")
     try:
-        return MODELS[model]
-    except (KeyError, TypeError):
-        raise LoweringError(f"unknown model {model!r} (known: {', '.join(MODELS)})") from None
+        return resolve(model)
+    except UnknownModel as exc:
+        raise LoweringError(str(exc)) from None
 
 
 def resolve_target(target: GpuTarget | str | None) -> GpuTarget | None:

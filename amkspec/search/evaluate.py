@@ -264,9 +264,10 @@ class Evaluator:
     def reference(self) -> tuple[dict[str, Any], Any]:
         """The model's weights and the eager logits of the probe token at position 0."""
         if self._reference is None:
-            from amkspec.models import EagerDecoder, make_weights
+            from amkspec.models import EagerDecoder
+            from amkspec.models.registry import model_weights
 
-            weights = make_weights(self.model)
+            weights = model_weights(self.model)
             logits = EagerDecoder(self.model, weights).prefill([self.token])[-1:]
             self._reference = (weights, logits)
         return self._reference
