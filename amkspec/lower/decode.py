@@ -44,6 +44,8 @@ class DecodeStep:
     check: LogitCheck | None
     sched_s: float
     compute_s: float
+    logits: torch.Tensor | None = attrs.field(default=None, repr=False, eq=False)
+    """The VM's logits ``[B, vocab]``."""
 
 
 class Generation:
@@ -190,7 +192,7 @@ def greedy_decode(
             check = compare_logits(logits, expected, dtype)
         stats = getattr(gen.vm, "last_stats", None)
         step = DecodeStep(pos, tuple(fed), vm_next, eager_next, check,
-                          stats.sched_s if stats else 0.0, stats.compute_s if stats else 0.0)
+                          stats.sched_s if stats else 0.0, stats.compute_s if stats else 0.0, logits)
         run.steps.append(step)
         if on_step is not None:
             on_step(step)

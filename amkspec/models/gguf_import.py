@@ -118,16 +118,14 @@ def read_config(reader: Any, where: str, name: str, source: str) -> ModelConfig:
     tokens = reader.fields.get(gguf.Keys.Tokenizer.LIST)
     vocab = meta.count(key(gguf.Keys.LLM.VOCAB_SIZE), len(tokens.data) if tokens is not None else None)
     context = meta.count(key(gguf.Keys.LLM.CONTEXT_LENGTH))
+    dims: dict[str, Any] = {"vocab": vocab, "hidden": hidden, "n_layers": meta.count(key(gguf.Keys.LLM.BLOCK_COUNT)),
+            "n_heads": heads, "n_kv_heads": kv_heads, "head_dim": head_dim,
+            "intermediate": meta.count(key(gguf.Keys.LLM.FEED_FORWARD_LENGTH)),
+            "rms_eps": meta.number(key(gguf.Keys.Attention.LAYERNORM_RMS_EPS), 1e-5),
+            "rope_theta": meta.number(key(gguf.Keys.Rope.FREQ_BASE), 10000.0), "max_seq": context}
+    tied = not any(t.name == "output.weight" for t in reader.tensors)
     try:
-        return ModelConfig(
-            name, vocab=vocab, hidden=hidden, n_layers=meta.count(key(gguf.Keys.LLM.BLOCK_COUNT)),
-            n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim,
-            intermediate=meta.count(key(gguf.Keys.LLM.FEED_FORWARD_LENGTH)),
-            rms_eps=meta.number(key(gguf.Keys.Attention.LAYERNORM_RMS_EPS), 1e-5),
-            rope_theta=meta.number(key(gguf.Keys.Rope.FREQ_BASE), 10000.0),
-            max_seq=context, source=source,
-            tied=not any(t.name == "output.weight" for t in reader.tensors), checkpoint=str(Path(where)),
-        )
+        return ModelConfig(name, **dims, source=source, tied=tied, checkpoint=str(Path(where)))
     except ValueError as exc:
         raise CheckpointRefused(where, "config", str(exc)) from None
 
@@ -149,7 +147,7 @@ def dequantized(tensor: Any, where: str) -> torch.Tensor:
 
 def read_weights(reader: Any, config: ModelConfig, where: str,
                  on_tensor: Callable[[str], None] | None = None) -> dict[str, torch.Tensor]:
-    """The float32 state dict (keys of :meth:`ModelConfig.weight_shapes`) of a GGUF file."""
+    """The float32 state dict of a GGUF file, in :meth:`ModelConfig.weight_shapes` order."""
     names = tensor_keys(config.n_layers)
     shapes = config.weight_shapes()
     weights: dict[str, torch.Tensor] = {}
@@ -176,7 +174,7 @@ def read_weights(reader: Any, config: ModelConfig, where: str,
         gguf_name = {v: k for k, v in names.items()}
         raise CheckpointRefused(where, "missing-tensor", f"tensor {gguf_name[missing[0]]}"
                                 + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    return weights
+    return {k: weights[k] for k in shapes}
 
 
 def open_reader(path: Path) -> Any:

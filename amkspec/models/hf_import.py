@@ -118,17 +118,15 @@ def read_config(cfg: Mapping[str, Any], where: str, name: str, source: str) -> M
     tied = cfg.get("tie_word_embeddings", False)
     if not isinstance(tied, bool):
         raise CheckpointRefused(where, "config", f"config.json tie_word_embeddings {tied!r} is not a boolean")
+    dims: dict[str, Any] = {"vocab": _count(cfg, "vocab_size", where), "hidden": hidden,
+            "n_layers": _count(cfg, "num_hidden_layers", where), "n_heads": heads,
+            "n_kv_heads": _count(cfg, "num_key_value_heads", where, heads),
+            "head_dim": _count(cfg, "head_dim", where, hidden // heads or None),
+            "intermediate": _count(cfg, "intermediate_size", where),
+            "rms_eps": _number(cfg, "rms_norm_eps", where, 1e-6), "rope_theta": _rope(cfg, where),
+            "max_seq": _count(cfg, "max_position_embeddings", where, 2048)}
     try:
-        return ModelConfig(
-            name, vocab=_count(cfg, "vocab_size", where), hidden=hidden,
-            n_layers=_count(cfg, "num_hidden_layers", where), n_heads=heads,
-            n_kv_heads=_count(cfg, "num_key_value_heads", where, heads),
-            head_dim=_count(cfg, "head_dim", where, hidden // heads or None),
-            intermediate=_count(cfg, "intermediate_size", where),
-            rms_eps=_number(cfg, "rms_norm_eps", where, 1e-6), rope_theta=_rope(cfg, where),
-            max_seq=_count(cfg, "max_position_embeddings", where, 2048), source=source,
-            tied=tied, checkpoint=where,
-        )
+        return ModelConfig(name, **dims, source=source, tied=tied, checkpoint=where)
     except ValueError as exc:
         raise CheckpointRefused(where, "config", str(exc)) from None
 
@@ -152,7 +150,7 @@ def stored_types(directory: Path, config: ModelConfig, where: str) -> dict[str, 
 
 def read_weights(directory: Path, config: ModelConfig, where: str,
                  on_tensor: Callable[[str], None] | None = None) -> dict[str, torch.Tensor]:
-    """The float32 state dict of every ``*.safetensors`` file in ``directory``."""
+    """The float32 state dict of every ``*.safetensors`` file in ``directory``, in state-dict order."""
     from safetensors import SafetensorError, safe_open
 
     files = sorted(directory.glob("*.safetensors"))
@@ -179,7 +177,7 @@ def read_weights(directory: Path, config: ModelConfig, where: str,
         hf_name = {v: k for k, v in names.items()}
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise CheckpointRefused(where, "missing-tensor", f"tensor {hf_name[missing[0]]}{more}")
-    return weights
+    return {k: weights[k] for k in config.weight_shapes()}
 
 
 def _check_name(name: str, names: Mapping[str, str], where: str) -> None:
