@@ -6,9 +6,10 @@ Run: ``python3 tools/make_real_golden.py [--only smollm2|tiny]``. It needs ``tra
 
 * ``smollm2-135m.golden.json``: for SmolLM2-135M-Instruct (Q4_1 GGUF, loaded by transformers with
   ``gguf_file=``, dequantized to float32), each prompt's token ids, transformers' greedy new ids
-  (checked against ``generate(do_sample=False)`` without stopping at an end token) and, per generated position, the top-k logits of
-  the forward with transformers' KV cache; and the tokenizer's ids and decoded text for a set of
-  strings (unicode, spaces, newlines, digits, special tokens);
+  (checked against ``generate(do_sample=False)`` without stopping at an end token) and, per
+  generated position, the top-k logits of the forward with transformers' KV cache; and the
+  tokenizer's ids and decoded text for a set of strings (unicode, spaces, newlines, digits, special
+  tokens);
 * ``tiny-hf.golden.json`` and ``tiny-gguf.golden.json``: the same for the tiny checkpoints
   ``tests/models/tiny.py`` writes (an HF directory in BF16, a GGUF file with Q4_1/Q8_0 tensors and
   permuted q/k rows), with the SHA-256 of the files they were made from.
@@ -30,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 OUT = ROOT / "tests" / "fixtures" / "real"
 TOP_K = 8
 
-SMOLLM_PROMPTS = [("The capital of France is", 10), ("Hello", 3), ("def fibonacci(n):", 8), ("Once upon a time, there", 8),
+SMOLLM_PROMPTS = [("The capital of France is", 10), ("Hello", 3), ("def fibonacci(n):", 8),
+                  ("Once upon a time, there", 8),
                   ("<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n", 6)]
 TINY_PROMPTS = [("The capital of France is", 6), ("the cat\n\nsat", 6)]
 TOKENIZER_STRINGS = [
@@ -116,8 +118,8 @@ def tiny() -> None:
         hf = t.write_hf(Path(tmp) / "tiny-hf")
         model, tokenizer = load(hf, None)
         doc = record(model, tokenizer, TINY_PROMPTS, TOKENIZER_STRINGS)
-        write("tiny-hf", {"model": "tests/models/tiny.py write_hf()", "sha256": sha256(hf / "model.safetensors"),
-                          **doc})
+        write("tiny-hf", {"model": "tests/models/tiny.py write_hf()",
+                          "sha256": sha256(hf / "model.safetensors"), **doc})
         gguf = t.write_gguf(Path(tmp) / "tiny.gguf")
         model, tokenizer = load(gguf.parent, gguf.name)
         doc = record(model, tokenizer, TINY_PROMPTS, TOKENIZER_STRINGS)

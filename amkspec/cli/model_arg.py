@@ -48,7 +48,8 @@ def model_argument(*, runnable: bool = False) -> Any:
 
     def decorate(func: Any) -> Any:
         @functools.wraps(func)
-        def wrapper(*args: Any, model: str | None = None, checkpoint: str | None = None, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, model: str | None = None, checkpoint: str | None = None,
+                    **kwargs: Any) -> Any:
             return func(*args, model=chosen_model(model, checkpoint, runnable=runnable), **kwargs)
 
         wrapper = click.option("--checkpoint", type=click.Path(), metavar="PATH",

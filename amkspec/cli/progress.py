@@ -14,7 +14,8 @@ class Bar:
         if sys.stderr is not None and sys.stderr.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=False)
+            self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
+                            leave=False)
 
     def update(self, *_: Any) -> None:
         if self.bar is not None:

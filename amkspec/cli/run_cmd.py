@@ -29,7 +29,7 @@ from amkspec.cli.files import (
     save_npz,
     write_output,
 )
-from amkspec.cli.model_arg import model_argument
+from amkspec.cli.model_arg import MODEL_NAMES, chosen_model, model_argument
 from amkspec.cli.params import SEED
 from amkspec.cli.progress import Bar
 from amkspec.exit_codes import EXIT_REJECTED
@@ -173,8 +173,10 @@ def _whole_int32(value: np.ndarray) -> bool:
     return bool(int32.min <= value.min() and value.max() <= int32.max)
 
 
-def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None:
-    """The preset model, ``compat`` flag and quantization that re-create ``prog`` exactly, or None."""
+def relowerable(prog: MegakernelProgram, given: ModelConfig | None = None
+                ) -> tuple[ModelConfig, bool, Any] | None:
+    """The model (a preset, or ``given``), ``compat`` flag and quantization that re-create ``prog``
+    exactly, or None."""
     from amkspec.lower import lower
     from amkspec.models import MODELS, QuantSpec
 
@@ -189,7 +191,7 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None
             quant = QuantSpec(int(meta["quant"]["bits"]), int(meta["quant"]["group"]))
         except (KeyError, TypeError, ValueError):
             return None
-    for model in MODELS.values():
+    for model in [*MODELS.values(), *([given] if given is not None else [])]:
         if model.source != meta.get("model") or model.n_layers != meta.get("n_layers"):
             continue
         for compat in (False, True):
@@ -214,7 +216,8 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None
 @quant_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
 @clean_errors
-def lower_cmd(model: str | Path, config_path: str | None, pos: int, target: str | None, dtype: str, batch: int,
+def lower_cmd(model: str | Path, config_path: str | None, pos: int, target: str | None, dtype: str,
+              batch: int,
               compat: bool, quant: str | None, group: int, output: str | None) -> None:
     """Lower one decode step of MODEL (or --checkpoint) into a program (the lowering guide)."""
     from amkspec.lower import lower
@@ -274,7 +277,11 @@ def weights_cmd(model: str | Path, dtype: str | None, seed: int | None, quant: s
 
 @main.command("run")
 @click.argument("program", type=click.Path(dir_okay=False))
-@click.option("--weights", "weights_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--weights", "weights_path", type=click.Path(dir_okay=False),
+              help="Weights by buffer source (.npz or .safetensors).")
+@click.option("--model", "model_name", type=MODEL_NAMES, help="Take the weights of this model instead.")
+@click.option("--checkpoint", type=click.Path(), metavar="PATH",
+              help="Take the weights of this checkpoint instead.")
 @click.option("--inputs", "inputs_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--kv", "kv_path", type=click.Path(dir_okay=False), help="KV caches by buffer name (.npz).")
 @click.option("--steps", type=click.IntRange(1), default=1, show_default=True,
@@ -284,23 +291,29 @@ def weights_cmd(model: str | Path, dtype: str | None, seed: int | None, quant: s
 @vm_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Outputs as .npz.")
 @clean_errors
-def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | None, steps: int, policy: str,
-            seed: int, vm_name: str, output: str | None) -> None:
-    """Run PROGRAM on the ReferenceVM (or --vm); print each launch's argmax; exit 1 if refused or stuck."""
+def run_cmd(program: str, weights_path: str | None, model_name: str | None, checkpoint: str | None,
+            inputs_path: str, kv_path: str | None, steps: int, policy: str, seed: int, vm_name: str,
+            output: str | None) -> None:
+    """Run PROGRAM on the ReferenceVM (or --vm) with --weights, or a model's (--model/--checkpoint);
+    print each launch's argmax; exit 1 if refused or stuck."""
     import torch
 
-    from amkspec.lower import lower
+    from amkspec.lower import lower, resolve_model
     from amkspec.vm import DeadlockError, ExecutionError, RefusedProgram
 
+    if [weights_path, model_name, checkpoint].count(None) != 2:
+        fail("give exactly one of --weights, --model and --checkpoint")
     if output:
         refuse_inputs(output, [program, weights_path, inputs_path, kv_path])
     prog = load_program(program)
-    origin = relowerable(prog) if steps > 1 else None
+    model_of = chosen_model(model_name, checkpoint) if weights_path is None else None
+    m = resolve_model(model_of) if model_of is not None else None
+    origin = relowerable(prog, m) if steps > 1 else None
     if steps > 1 and origin is None:
         fail(f"{program}: --steps {steps} needs a program made by `amkspec lower` (re-lowered per step)")
     if origin is not None:
         _check_positions(program, int(prog.meta["pos"]), steps, origin[0])
-    weights = read_tensors(weights_path)
+    weights = _weights(m) if m is not None else read_tensors(str(weights_path))
     inputs = read_tensors(inputs_path)
     if inputs_path.lower().endswith(".json"):
         inputs = _typed_inputs(prog, inputs)
@@ -475,10 +488,11 @@ def decode_cmd(model: str | Path, prompt_text: str | None, prompt_ids: str | Non
         click.echo(f"prompt ids: {ids}")
         click.echo(f"new ids: {new_ids}")
         if text is not None:
-            click.echo(f"text: {tokenizer.decode(ids)}{text}")
+            click.echo(f"text: {tokenizer.decode([*ids, *new_ids])}")
         verdict = "no eager check" if no_check else ("VM and eager agree" if run.agree else
                                                      "VM and eager DISAGREE")
-        click.echo(f"{len(run.steps)} launches, {run.lowered} lowering(s); max abs err {run.max_abs_err:.3g}; "
+        click.echo(f"{len(run.steps)} launches, {run.lowered} lowering(s); "
+                   f"max abs err {run.max_abs_err:.3g}; "
                    f"{verdict}")
     if not run.agree:
         raise SystemExit(EXIT_REJECTED)

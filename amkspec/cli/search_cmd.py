@@ -16,8 +16,8 @@ import click
 
 from amkspec.cli.base import clean_errors, echo_json, fail, main
 from amkspec.cli.files import read_json_file
-from amkspec.cli.params import SEED, SHARE, VM_TIMEOUT
 from amkspec.cli.model_arg import model_argument, model_label
+from amkspec.cli.params import SEED, SHARE, VM_TIMEOUT
 from amkspec.cli.run_cmd import VM_CHOICE
 from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
 from amkspec.ir import TARGETS
@@ -152,7 +152,8 @@ class _Progress:
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @lowering_option
 @clean_errors
-def search_cmd(model: str | Path, target: str, budget: int, seed: int, explore: float, probe: float, beam: int,
+def search_cmd(model: str | Path, target: str, budget: int, seed: int, explore: float, probe: float,
+               beam: int,
                vm: str, timeout_s: float, out_dir: str | None, resume: bool, plot_path: str | None,
                quiet: bool, lowering_spec: str | None) -> None:
     """Search ScheduleConfigs: correctness first, then a strict 1% latency win (keep/revert).
@@ -173,7 +174,8 @@ def search_cmd(model: str | Path, target: str, budget: int, seed: int, explore: 
     if plot_path:
         from amkspec.search.plot import plot_trials
 
-        plot_trials(result.trials, plot_path, f"amkspec search {model_label(model)} --target {target} (seed {seed})")
+        title = f"amkspec search {model_label(model)} --target {target} (seed {seed})"
+        plot_trials(result.trials, plot_path, title)
     echo_json(result.summary())
     if result.interrupted:
         click.echo(f"amkspec: interrupted after {len(result.trials)} trials; continue with --resume "

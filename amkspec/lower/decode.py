@@ -17,6 +17,7 @@ sequence. With ``eager=False`` the VM's own argmax is fed back.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -143,7 +144,7 @@ def _prompts(prompt: Sequence[int] | Sequence[Sequence[int]]) -> list[list[int]]
 
 
 def greedy_decode(
-    model: ModelConfig | str,
+    model: ModelConfig | str | os.PathLike[str],
     prompt: Sequence[int] | Sequence[Sequence[int]],
     steps: int,
     *,

@@ -34,7 +34,8 @@ SCRATCH_DTYPE = {dtype: name for name, dtype in RECIPE_DTYPES.items() if dtype i
 
 def attention_cost(batch: int, kv_len: int, n_heads: int, n_kv_heads: int, head_dim: int, dbytes: int
                    ) -> tuple[int, int]:
-    """``(est_bytes, est_flops)`` of an ATTENTION_TILE over ``kv_len`` positions (the original's annotation)."""
+    """``(est_bytes, est_flops)`` of an ATTENTION_TILE over ``kv_len`` positions (the original's
+    annotation)."""
     return batch * 2 * kv_len * n_kv_heads * head_dim * dbytes, batch * 4 * n_heads * head_dim * kv_len
 
 

@@ -29,7 +29,8 @@ LOWERABLE_DTYPES = (DType.F32, DType.F16, DType.BF16)
 
 def resolve_model(model: ModelConfig | str | os.PathLike[str]) -> ModelConfig:
     """The config itself, a model by name (a preset or a built-in checkpoint,
-    :data:`~amkspec.models.registry.MODEL_NAMES`) or the checkpoint at a path (:mod:`amkspec.models.registry`)."""
+    :data:`~amkspec.models.registry.MODEL_NAMES`) or the checkpoint at a path
+    (:mod:`amkspec.models.registry`)."""
     if not isinstance(model, ModelConfig | str | os.PathLike):
         raise LoweringError(f"unknown model {model!r} (give a name, a checkpoint path or a ModelConfig)")
     try:
@@ -88,7 +89,7 @@ def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
         raise LoweringError(f"cannot lower to {dtype.name}: use F32, F16 or BF16")
 
 
-def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
+def lower(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str | None = None,
           config: ScheduleConfig | Mapping[str, Any] | None = None, *, pos: int = 0,
           dtype: DType | str = DType.F32, B: int = 1,
           quant: QuantSpec | Mapping[str, int] | None = None, compat: bool = False) -> MegakernelProgram:

@@ -35,7 +35,8 @@ def at_position(prog: MegakernelProgram, pos: int) -> MegakernelProgram | None:
     A program without the lowering's ``meta`` (``regime`` decode, ``pos``, ``dtype``) is None too.
     """
     meta = prog.meta
-    if meta.get("regime") != "decode" or not isinstance(meta.get("pos"), int) or meta.get("dtype") not in DType.__members__:
+    lowered = meta.get("regime") == "decode" and isinstance(meta.get("pos"), int)
+    if not lowered or meta.get("dtype") not in DType.__members__:
         return None
     kv_len = pos + 1
     windows = _shards(prog, kv_len)
@@ -56,7 +57,8 @@ def at_position(prog: MegakernelProgram, pos: int) -> MegakernelProgram | None:
             start, length = windows[shard % len(windows)]
             shard += 1
             p = task.params
-            est_bytes, est_flops = attention_cost(batch, length, p["n_heads"], p["n_kv_heads"], p["head_dim"], dbytes)
+            est_bytes, est_flops = attention_cost(batch, length, p["n_heads"], p["n_kv_heads"], p["head_dim"],
+                                                  dbytes)
             task = attrs.evolve(task, params={**p, "kv_start": start, "kv_len": length}, est_bytes=est_bytes,
                                 est_flops=est_flops)
         tasks.append(task)

@@ -77,7 +77,8 @@ class Meta:
 
     def number(self, key: str, default: float) -> float:
         value = self.get(key, default)
-        if not isinstance(value, int | float) or isinstance(value, bool) or not np.isfinite(value) or value <= 0:
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not np.isfinite(value) or value <= 0:
             raise CheckpointRefused(self.where, "config", f"{key} must be a positive number, got {value!r}")
         return float(value)
 
@@ -104,7 +105,8 @@ def read_config(reader: Any, where: str, name: str, source: str) -> ModelConfig:
         raise CheckpointRefused(where, "rope-scaling", f"rope scaling {scaling!r} with factor {factor}")
     window = meta.get(key(gguf.Keys.Attention.SLIDING_WINDOW))
     if window:
-        raise CheckpointRefused(where, "sliding-window", f"{key(gguf.Keys.Attention.SLIDING_WINDOW)} is {window}")
+        raise CheckpointRefused(where, "sliding-window",
+                                f"{key(gguf.Keys.Attention.SLIDING_WINDOW)} is {window}")
     hidden = meta.count(key(gguf.Keys.LLM.EMBEDDING_LENGTH))
     heads = meta.count(key(gguf.Keys.Attention.HEAD_COUNT))
     kv_heads = meta.count(key(gguf.Keys.Attention.HEAD_COUNT_KV), heads)
@@ -114,11 +116,13 @@ def read_config(reader: Any, where: str, name: str, source: str) -> ModelConfig:
     if rotary != head_dim:
         raise CheckpointRefused(where, "partial-rotary", f"RoPE covers {rotary} of {head_dim} dimensions")
     if value_dim != head_dim:
-        raise CheckpointRefused(where, "config", f"value length {value_dim} differs from key length {head_dim}")
+        raise CheckpointRefused(where, "config",
+                                f"value length {value_dim} differs from key length {head_dim}")
     tokens = reader.fields.get(gguf.Keys.Tokenizer.LIST)
     vocab = meta.count(key(gguf.Keys.LLM.VOCAB_SIZE), len(tokens.data) if tokens is not None else None)
     context = meta.count(key(gguf.Keys.LLM.CONTEXT_LENGTH))
-    dims: dict[str, Any] = {"vocab": vocab, "hidden": hidden, "n_layers": meta.count(key(gguf.Keys.LLM.BLOCK_COUNT)),
+    dims: dict[str, Any] = {
+            "vocab": vocab, "hidden": hidden, "n_layers": meta.count(key(gguf.Keys.LLM.BLOCK_COUNT)),
             "n_heads": heads, "n_kv_heads": kv_heads, "head_dim": head_dim,
             "intermediate": meta.count(key(gguf.Keys.LLM.FEED_FORWARD_LENGTH)),
             "rms_eps": meta.number(key(gguf.Keys.Attention.LAYERNORM_RMS_EPS), 1e-5),
@@ -165,7 +169,8 @@ def read_weights(reader: Any, config: ModelConfig, where: str,
             raise CheckpointRefused(where, "shape", f"tensor {name} is {tuple(value.shape)}, expected "
                                     f"{shapes[key]}")
         if key.endswith(("q_proj.weight", "k_proj.weight")):
-            value = unpermute_rows(value, config.n_heads if key.endswith("q_proj.weight") else config.n_kv_heads)
+            heads = config.n_heads if key.endswith("q_proj.weight") else config.n_kv_heads
+            value = unpermute_rows(value, heads)
         weights[key] = value
         if on_tensor is not None:
             on_tensor(name)
@@ -184,5 +189,5 @@ def open_reader(path: Path) -> Any:
     try:
         return gguf.GGUFReader(path)
     except (ValueError, OSError, IndexError, KeyError, TypeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = getattr(exc, "strerror", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
         raise CheckpointRefused(str(path), "unreadable", f"not a readable GGUF file ({reason})") from None

@@ -48,8 +48,8 @@ def read_json(path: Path, where: str) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
-        raise CheckpointRefused(where, "unreadable", f"{path.name}: {getattr(exc, 'strerror', None) or exc}") \
-            from None
+        reason = getattr(exc, "strerror", None) or exc
+        raise CheckpointRefused(where, "unreadable", f"{path.name}: {reason}") from None
     if not isinstance(doc, dict):
         raise CheckpointRefused(where, "unreadable", f"{path.name} is not a JSON object")
     return doc
@@ -67,8 +67,10 @@ def _count(cfg: Mapping[str, Any], key: str, where: str, default: Any = None) ->
 
 def _number(cfg: Mapping[str, Any], key: str, where: str, default: float) -> float:
     value = cfg.get(key, default)
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-        raise CheckpointRefused(where, "config", f"config.json {key} must be a positive number, got {value!r}")
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise CheckpointRefused(where, "config",
+                                f"config.json {key} must be a positive number, got {value!r}")
     return float(value)
 
 
@@ -84,7 +86,7 @@ def _rope(cfg: Mapping[str, Any], where: str) -> float:
         kind = what.get("rope_type", what.get("type", "default"))
         if kind != "default":
             raise CheckpointRefused(where, "rope-scaling", f"RoPE type {kind!r}")
-    theta = params.get("rope_theta", cfg.get("rope_theta", 10000.0)) if params else cfg.get("rope_theta", 10000.0)
+    theta = (params or {}).get("rope_theta", cfg.get("rope_theta", 10000.0))
     return _number({"rope_theta": theta}, "rope_theta", where, 10000.0)
 
 
@@ -98,7 +100,8 @@ def _refuse_features(cfg: Mapping[str, Any], where: str) -> None:
         if cfg.get(key):
             raise CheckpointRefused(where, "bias", f"config.json {key} is true")
     if cfg.get("partial_rotary_factor", 1.0) != 1.0:
-        raise CheckpointRefused(where, "partial-rotary", f"partial_rotary_factor {cfg['partial_rotary_factor']}")
+        raise CheckpointRefused(where, "partial-rotary",
+                                f"partial_rotary_factor {cfg['partial_rotary_factor']}")
     for key in ("num_local_experts", "num_experts"):
         if cfg.get(key):
             raise CheckpointRefused(where, "moe", f"config.json {key} is {cfg[key]}")
@@ -189,7 +192,8 @@ def _check_name(name: str, names: Mapping[str, str], where: str) -> None:
 
 def _tensor(value: torch.Tensor, name: str, shape: tuple[int, ...], where: str) -> torch.Tensor:
     if value.dtype not in FLOAT_DTYPES:
-        raise CheckpointRefused(where, "tensor-type", f"tensor {name} is {str(value.dtype).removeprefix('torch.')}"
+        stored = str(value.dtype).removeprefix("torch.")
+        raise CheckpointRefused(where, "tensor-type", f"tensor {name} is {stored}"
                                 ", not F32, F16 or BF16")
     if tuple(value.shape) != shape:
         raise CheckpointRefused(where, "shape", f"tensor {name} is {tuple(value.shape)}, expected {shape}")

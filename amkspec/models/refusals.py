@@ -12,8 +12,10 @@ from __future__ import annotations
 from amkspec.ir import AmkspecError
 
 REFUSALS: dict[str, str] = {
-    "unreadable": "the file or directory is not a GGUF file or an HF checkpoint directory, or cannot be parsed",
-    "architecture": "not a Llama decoder (GGUF ``general.architecture``, HF ``model_type``/``architectures``)",
+    "unreadable": "the file or directory is not a GGUF file or an HF checkpoint directory, or cannot be "
+    "parsed",
+    "architecture": "not a Llama decoder (GGUF ``general.architecture``, HF ``model_type`` / "
+    "``architectures``)",
     "config": "a dimension the template needs is missing, not a positive integer, or inconsistent "
     "(heads not a multiple of kv heads, an odd head_dim)",
     "bias": "a bias on any projection (``attention_bias``, ``mlp_bias``, or a ``*.bias`` tensor)",

@@ -45,7 +45,8 @@ def gguf_tokenizer(get: Callable[[str, Any], Any]) -> TokenizerRef:
 
     kind = get("tokenizer.ggml.model", None)
     if kind != "gpt2":
-        return TokenizerRef(None, f"no tokenizer: GGUF tokenizer model {kind!r} is not byte-level BPE ('gpt2')")
+        return TokenizerRef(None, f"no tokenizer: GGUF tokenizer model {kind!r} is not byte-level BPE "
+                            "('gpt2')")
     tokens: list[str] = get("tokenizer.ggml.tokens", [])
     types: list[int] = get("tokenizer.ggml.token_type", [])
     merges = [tuple(m.split(" ")) for m in get("tokenizer.ggml.merges", [])]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -173,8 +174,8 @@ class Evaluator:
     one). ``witness_dir``: where each distinct rejection's counterexample is written.
     """
 
-    def __init__(self, model: ModelConfig | str, target: GpuTarget | str, *, vm: str = "reference",
-                 timeout_s: float = 10.0, lowering: Lowering | None = None, runner: VmRunner | None = None,
+    def __init__(self, model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str, *,
+                 vm: str = "reference", timeout_s: float = 10.0, lowering: Lowering | None = None, runner: VmRunner | None = None,
                  witness_dir: str | Path | None = None, token: int = TOKEN) -> None:
         self.model = resolve_model(model)
         tgt = resolve_target(target)
@@ -344,7 +345,7 @@ class Evaluator:
             return None
 
 
-def evaluate(model: ModelConfig | str, target: GpuTarget | str,
+def evaluate(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str,
              config: ScheduleConfig | Mapping[str, Any] | None = None, *, vm: str = "reference",
              timeout_s: float = 10.0, lowering: Lowering | None = None,
              witness_dir: str | Path | None = None) -> Verdict:

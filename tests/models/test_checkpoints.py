@@ -59,8 +59,9 @@ def test_gguf_matches_the_hf_directory_of_the_same_weights(tmp_path: Path) -> No
     """Float32 GGUF tensors of the HF weights (q/k permuted as llama.cpp stores them) import to the
     very same state dict: the un-permutation is exact."""
     weights = tiny.weights(seed=5, tied=True)
-    f32 = {tiny.gguf_name(k): (v if "q_proj" not in k and "k_proj" not in k else
-                               tiny.permute_rows(v, 4 if "q_proj" in k else 2), Q.F32) for k, v in weights.items()}
+    stored = {k: tiny.permute_rows(v, 4 if "q_proj" in k else 2) if "q_proj" in k or "k_proj" in k else v
+              for k, v in weights.items()}
+    f32 = {tiny.gguf_name(k): (v, Q.F32) for k, v in stored.items()}
     ck = load_checkpoint(tiny.write_gguf(tmp_path / "f.gguf", tensors=f32))
     assert ck.config.tied and ck.format == "gguf" and "lm_head.weight" not in ck.weights
     hf = load_checkpoint(tiny.write_hf(tmp_path / "h", seed=5, tied=True,
@@ -73,7 +74,8 @@ def test_gguf_matches_the_hf_directory_of_the_same_weights(tmp_path: Path) -> No
 def test_gguf_weights_are_ggufs_own_dequantization(tmp_path: Path) -> None:
     path = tiny.write_gguf(tmp_path / "q.gguf")
     ck = load_checkpoint(path)
-    assert ck.tensor_types["layers.0.attn.q_proj.weight"] == "Q4_1" and ck.tensor_types["embed.weight"] == "Q8_0"
+    assert ck.tensor_types["layers.0.attn.q_proj.weight"] == "Q4_1"
+    assert ck.tensor_types["embed.weight"] == "Q8_0"
     reader = gguf.GGUFReader(path)
     raw = {t.name: gguf.quants.dequantize(t.data, t.tensor_type) for t in reader.tensors}
     assert np.array_equal(ck.weights["layers.1.mlp.down_proj.weight"].numpy(), raw["blk.1.ffn_down.weight"])

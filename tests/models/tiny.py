@@ -102,7 +102,8 @@ def write_hf(directory: Path, *, seed: int = 1, tied: bool = False, config: dict
 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(hf_config(tied, **(config or {})), indent=2))
-    state: dict[str, Any] = {k: torch.from_numpy(v).to(torch.bfloat16) for k, v in weights(seed, tied).items()}
+    state: dict[str, Any] = {k: torch.from_numpy(v).to(torch.bfloat16)
+                             for k, v in weights(seed, tied).items()}
     for k, v in (tensors or {}).items():
         if v is None:
             state.pop(k, None)
@@ -178,8 +179,8 @@ def write_gguf(path: Path, *, seed: int = 2, tied: bool = True, arch: str = "lla
             value = permute_rows(value, d["n_heads"])
         elif "k_proj" in hf:
             value = permute_rows(value, d["n_kv_heads"])
-        kind = Q.F32 if value.ndim == 1 else Q.Q8_0 if hf.endswith(("embed_tokens.weight", "lm_head.weight")) \
-            else Q.Q4_1
+        table = hf.endswith(("embed_tokens.weight", "lm_head.weight"))
+        kind = Q.F32 if value.ndim == 1 else Q.Q8_0 if table else Q.Q4_1
         planned[name] = (value, kind)
     for name, item in (tensors or {}).items():
         if item is None:
