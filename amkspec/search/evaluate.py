@@ -176,7 +176,8 @@ class Evaluator:
 
     def __init__(self, model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str, *,
                  vm: str = "reference", timeout_s: float = 10.0, lowering: Lowering | None = None,
-                 runner: VmRunner | None = None, witness_dir: str | Path | None = None, token: int = TOKEN) -> None:
+                 runner: VmRunner | None = None, witness_dir: str | Path | None = None,
+                 token: int = TOKEN) -> None:
         self.model = resolve_model(model)
         tgt = resolve_target(target)
         if tgt is None:
