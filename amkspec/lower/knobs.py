@@ -171,9 +171,10 @@ def default_config() -> ScheduleConfig:
 
 
 def coarse_config() -> ScheduleConfig:
-    """One tile per projection (``N_tile`` at its maximum) and no SM placement: the fewest tasks a
-    decode step lowers to, the ReferenceVM's fastest schedule (the lowering guide, "Real checkpoints")."""
-    return ScheduleConfig(tiling={"gemv": {"N_tile": 1 << 16}}, sm_assignment={})
+    """One tile per projection (``N_tile`` at its maximum), no SM placement and no page reuse: the
+    fewest tasks a decode step lowers to, the ReferenceVM's fastest schedule (the lowering guide,
+    "Real checkpoints")."""
+    return ScheduleConfig(tiling={"gemv": {"N_tile": 1 << 16}}, sm_assignment={}, page_allocation="none")
 
 
 def clip(text: str, limit: int = 300) -> str:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import torch
 
 from amkspec.ir import BufferKind, MegakernelProgram, Task
@@ -101,23 +102,27 @@ class ReferenceVM:
         """Run ``program`` from now on, keeping the launch frame (the weights bound, the KV caches
         carried): the host advancing positions between launches (spec §2.3). ``program`` must have
         this program's task graph (:func:`same_graph`: it may differ only in task params, cost
-        annotations and ``meta``), else ValueError; it is snapshot and validated like any program
-        (:class:`RefusedProgram`), and only the tasks whose params changed are prepared again."""
-        program = snapshot(program)
+        annotations, labels and ``meta``), else ValueError. It is validated like any program
+        (:class:`RefusedProgram`), as the VM's own copy: the records equal to the current program's
+        are the VM's own already, the others are snapshot; only the tasks whose params changed are
+        prepared again."""
         if not same_graph(self.program, program):
             raise ValueError("advance() needs a program with the same tasks, buffers, counters and waits")
+        old = self.program.tasks
+        tasks = [mine if mine == theirs else snapshot(theirs)
+                 for mine, theirs in zip(old, program.tasks, strict=True)]
+        own = attrs.evolve(self.program, tasks=tasks, meta=snapshot(program.meta))
         validation = None
         if self.validation is not None:
             from amkspec.proofs import validate
 
-            validation = validate(program)
+            validation = validate(own)
             if not validation.ok:
                 raise RefusedProgram(validation, vm="ReferenceVM")
-        changed = [pos for pos, (old, new) in enumerate(zip(self.program.tasks, program.tasks, strict=True))
-                   if old.params != new.params]
-        self.program, self.validation, self.plan.program = program, validation, program
+        changed = [pos for pos, (a, b) in enumerate(zip(old, tasks, strict=True)) if a.params != b.params]
+        self.program, self.validation, self.plan.program = own, validation, own
         if self._frame is not None:
-            self._frame.retarget(program, changed)
+            self._frame.retarget(own, changed)
 
     def run(
         self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any] | None = None,
