@@ -5,7 +5,8 @@ Run: ``python3 benchmarks/original_adapter.py [--original PATH]`` (default:
 
 Every answer comes from the original's own code: ``MegakernelProgram.from_json`` / ``to_json``
 (``load``), its ``validate()`` (``validate``) and its ``ReferenceVM`` (``run``). Nothing of amkspec
-is imported; this file only frames the protocol with plain ``json`` and turns tensor objects into
+is imported (``baseline`` is the benchmarks' own helper, for the default path only); this file only
+frames the protocol with plain ``json`` and turns tensor objects into
 torch tensors of the dtype the original's ReferenceVM maps each buffer to (its ``torch_dtype``).
 The reply's ``error.class`` is the class of the exception the original raised; it names no JSON
 path and reports no diagnostic codes (the original has none), which the protocol allows.
@@ -20,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from baseline import DEFAULT_BASELINE
 
-DEFAULT_ORIGINAL = Path(__file__).resolve().parents[2] / "shared" / "third_party" / "AutoMegaKernel"
 NUMPY = {
     "F32": np.float32,
     "F16": np.float16,
@@ -118,7 +119,7 @@ def run(original: Original, prog: Any, request: dict[str, Any]) -> dict[str, Any
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--original", type=Path, default=DEFAULT_ORIGINAL)
+    parser.add_argument("--original", type=Path, default=DEFAULT_BASELINE)
     args = parser.parse_args(argv)
     original = Original(args.original)
     for line in sys.stdin:
