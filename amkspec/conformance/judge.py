@@ -45,8 +45,6 @@ class Verdict:
     status: str
     findings: tuple[Finding, ...] = ()
     reason: str = ""
-    protocol: bool = False
-    """The failure is a protocol failure (crash, timeout, malformed reply): rule CONF-REPLY-1."""
 
 
 class Mismatch(Exception):
@@ -92,8 +90,9 @@ def judge(case: Case, session: Session) -> Verdict:
 
 
 def _protocol(checks: Checks, reason: str) -> Verdict:
+    """A crash, a timeout or a malformed reply: rule CONF-REPLY-1, and the case's rules unshown."""
     findings = (Finding((PROTOCOL,), reason), Finding(checks.primary, f"no answer: {reason}"))
-    return Verdict(FAIL, findings, reason, protocol=True)
+    return Verdict(FAIL, findings, reason)
 
 
 def _ok(reply: dict[str, Any], rules: tuple[str, ...]) -> dict[str, Any]:

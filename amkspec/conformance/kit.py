@@ -51,7 +51,6 @@ class CaseResult:
     status: str
     reason: str
     seconds: float
-    protocol: bool = False
     findings: tuple[Finding, ...] = ()
 
     def findings_at(self, level: Level) -> list[Finding]:
@@ -180,6 +179,6 @@ def judge_one(case: Case, session: Session) -> CaseResult:
     t = time.perf_counter()
     verdict = judge(case, session)
     return CaseResult(
-        case, verdict.status, verdict.reason, time.perf_counter() - t, verdict.protocol, verdict.findings
+        case, verdict.status, verdict.reason, time.perf_counter() - t, verdict.findings
     )
 
