@@ -19,6 +19,7 @@ float16 ``[N, n_groups]``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 import torch
@@ -91,22 +92,29 @@ def dequantize(q: Tensor, scales: Tensor, zeros: Tensor | None, qdtype: int, gro
         raise OpError(f"quantization group must be positive, got {group}")
     lv = levels(q, qdtype, k, raw=zeros is not None or affine)
     if affine:
-        return lv * _pair_column(scales, lv, 0, group, k) + _pair_column(scales, lv, 1, group, k)
+        if scales.dim() < 2 or scales.shape[-1] != 2 or scales.shape[:-2] != lv.shape[:-1]:
+            raise OpError(f"an affine scale table {tuple(scales.shape)} is not one row of (scale, offset) "
+                          f"pairs [n_groups, 2] per row of q {tuple(lv.shape[:-1])}")
+        return _by_group(lambda v, s, o: v * s + o, lv, group, k, scales[..., 0], scales[..., 1])
     for name, table in (("scales", scales), ("zeros", zeros)):
         if table is not None and table.shape[:-1] != lv.shape[:-1]:
             rows = f"one row of groups per row of q {tuple(q.shape)}"
             raise OpError(f"{name} {tuple(table.shape)} is not {rows}")
-    if zeros is not None:
-        lv = lv - expand_groups(zeros, group, k)
-    return lv * expand_groups(scales, group, k)
+    if zeros is None:
+        return _by_group(lambda v, s: v * s, lv, group, k, scales)
+    return _by_group(lambda v, z, s: (v - z) * s, lv, group, k, zeros, scales)
 
 
-def _pair_column(table: Tensor, lv: Tensor, which: int, group: int, k: int) -> Tensor:
-    """The scales (``which`` 0) or offsets (1) of an affine table ``[..., n_groups, 2]``, expanded to K."""
-    if table.dim() < 2 or table.shape[-1] != 2 or table.shape[:-2] != lv.shape[:-1]:
-        raise OpError(f"an affine scale table {tuple(table.shape)} is not one row of (scale, offset) "
-                      f"pairs [n_groups, 2] per row of q {tuple(lv.shape[:-1])}")
-    return expand_groups(table[..., which], group, k)
+def _by_group(formula: Callable[..., Tensor], lv: Tensor, group: int, k: int, *tables: Tensor) -> Tensor:
+    """``formula(levels, *tables)`` with each table's value for group ``g`` applied to columns
+    ``[g·group, (g+1)·group)`` (:func:`expand_groups`). When the groups tile K exactly it runs on
+    ``[..., n_groups, group]`` views instead of expanded copies: the same float32 operations on
+    the same values, element by element."""
+    n = tables[0].shape[-1] if tables[0].dim() else 0
+    if n > 0 and n * group == k and all(t.shape[-1] == n for t in tables):
+        cols = [f32(t).unsqueeze(-1) for t in tables]
+        return formula(lv.unflatten(-1, (n, group)), *cols).flatten(-2)
+    return formula(lv, *(expand_groups(t, group, k) for t in tables))
 
 
 def is_affine(params: Params, kind: InstructionKind) -> bool:

@@ -135,3 +135,20 @@ def test_affine_tables_of_the_wrong_form_raise() -> None:
     gemv = {"K": 8, "qdtype": int(DType.I4), "group": 4, "flags": AFFINE}
     with pytest.raises(OpError, match="pairs"):
         OP_SEMANTICS[K.GEMV_TILE]([torch.zeros(1, 8), q, table[..., 0]], [torch.zeros(1, 3)], gemv)
+
+
+@pytest.mark.parametrize("form", ["symmetric", "zeros", "affine"])
+def test_grouped_views_compute_what_expanded_tables_do(form: str) -> None:
+    """``_by_group``'s view path (groups tile K) against the expanded-copy path, which a table with
+    one extra (never used) group takes: the same bits."""
+    g = torch.Generator().manual_seed(4)
+    q = torch.randint(0, 256, (5, 48), generator=g, dtype=torch.int64).to(torch.uint8)
+    shape = (5, 6, 2) if form == "affine" else (5, 6)
+    table = (torch.randn(shape, generator=g) * 1e-3).to(torch.float16)
+    zeros = torch.randint(0, 16, (5, 6), generator=g).to(torch.float16) if form == "zeros" else None
+    longer = torch.cat([table, table[:, :1]], dim=1)
+    longer_zeros = None if zeros is None else torch.cat([zeros, zeros[:, :1]], dim=1)
+    affine = form == "affine"
+    viewed = dequantize(q, table, zeros, int(DType.I4), 16, 96, affine)
+    expanded = dequantize(q, longer, longer_zeros, int(DType.I4), 16, 96, affine)
+    assert torch.equal(viewed.view(torch.int32), expanded.view(torch.int32))
