@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from amkspec.conformance.cases import QUANT_AFFINE
 from amkspec.conformance.tensors import encode
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, dumps, to_dict
 from amkspec.models.oracle import DEFAULT_TOLERANCE, TOLERANCES
@@ -114,6 +115,26 @@ def _dequant(dt: DType) -> MegakernelProgram:
         {"qdtype": qdtype, "group": 4},
     )
 
+
+def _affine(op: InstructionKind) -> Build:
+    """The affine (scale, offset) form of the quantized-formats extension (GGUF's Q4_1 for I4)."""
+    params = {"qdtype": 0, "group": 4, "flags": 4}
+
+    def build(dt: DType) -> MegakernelProgram:
+        quant = {**params, "qdtype": 6 if dt is I8 else 7}
+        if op is Op.DEQUANT:
+            return _one(op, [("q", W, dt, (4, 8)), ("scales", W, F16, (4, 2, 2))], ("y", F32, (4, 8)), quant)
+        return _one(op, [("x", IN, F32, (1, 8)), ("q", W, dt, (8, 8)), ("scales", W, F16, (8, 2, 2))],
+                    ("y", F32, (1, 8)), {**GEMV, **quant})
+
+    return build
+
+
+EXTENSION_MATRIX: list[tuple[InstructionKind, tuple[DType, ...], Build, str]] = [
+    (Op.GEMV_TILE, (I8, I4), _affine(Op.GEMV_TILE), QUANT_AFFINE),
+    (Op.DEQUANT, (I8, I4), _affine(Op.DEQUANT), QUANT_AFFINE),
+]
+"""Cases of amkspec's extensions, each requiring its capability."""
 
 MATRIX: list[tuple[InstructionKind, tuple[DType, ...], Build]] = [
     (Op.NOP, (F32,), _nop),
@@ -313,8 +334,10 @@ def _outputs(prog: MegakernelProgram, out: dict[str, torch.Tensor]) -> dict[str,
     return {k: (v.float().numpy() if dtypes[k].is_float else v.numpy()) for k, v in out.items()}
 
 
-def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build) -> None:
-    stem = f"{op.name.lower()}_{dt.name.lower()}"
+def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build, extension: str = "") -> None:
+    """One opcode × dtype case (``extension``: the capability of the extension it needs, in its name)."""
+    stem = "_".join(p for p in (op.name.lower(), dt.name.lower(), extension.removeprefix("ext:")) if p)
+    stem = stem.replace("-", "_")
     prog = build(dt)
     rng = np.random.default_rng(_seed(stem))
     weights, inputs, kv = _bind(prog, rng)
@@ -324,9 +347,10 @@ def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build) -> None:
         f"{stem}.json",
         {
             "kind": "run",
-            "description": f"{op.name} over {dt.name} operands: one task, outputs within tolerance",
+            "description": f"{op.name} over {dt.name} operands{f' ({extension})' if extension else ''}: "
+            "one task, outputs within tolerance",
             "rules": RULES + (["OP-INT-1"] if not all(DType[d].is_float for d in dtypes) else []),
-            "requires": ["run", *(f"dtype:{d}" for d in dtypes)],
+            "requires": ["run", *(f"dtype:{d}" for d in dtypes), *([extension] if extension else [])],
             "opcode": op.name,
             "dtype": dt.name,
             "tolerance": tolerance_table(),
@@ -408,6 +432,9 @@ def build_files() -> dict[str, bytes]:
     for op, dtypes, build in MATRIX:
         for dt in dtypes:
             op_case(w, op, dt, build)
+    for op, dtypes, build, extension in EXTENSION_MATRIX:
+        for dt in dtypes:
+            op_case(w, op, dt, build, extension)
     decode_case(w, "decode_toy_f32", F32, launches=3, skip=0)
     decode_case(w, "decode_toy_f32_prior_kv", F32, launches=5, skip=3)
     decode_case(w, "decode_toy_bf16", BF16, launches=2, skip=0)

@@ -17,6 +17,9 @@ import attrs
 
 KINDS = ("format", "validate", "run", "refuse")
 DEFAULT_REQUIRES = {"format": ["load"], "validate": ["validate"], "run": ["run"], "refuse": ["run"]}
+QUANT_AFFINE = "ext:quant-affine"
+"""The capability of amkspec's affine quantized form (``flags`` AFFINE, the quantized-formats chapter),
+an extension of the spec: the cases of its rules require it."""
 
 
 class CaseError(ValueError):
