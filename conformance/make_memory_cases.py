@@ -159,7 +159,8 @@ AFFINE = {"qdtype": 7, "group": 4, "flags": 4}
       "(needs [8, 2, 2])", QUANT_AFFINE)
 def _m408_affine(bad: bool) -> MegakernelProgram:
     table = wt("t", (8, 2) if bad else (8, 2, 2), F16)
-    return one(Op.GEMV_TILE, [io("x", (1, 8)), wt("qw", (8, 8), I4), table], res("y", (1, 8)), {**GEMV, **AFFINE})
+    return one(Op.GEMV_TILE, [io("x", (1, 8)), wt("qw", (8, 8), I4), table], res("y", (1, 8)),
+               {**GEMV, **AFFINE})
 
 
 @case("M408", "affine_dequant_table", "an affine DEQUANT of q [4, 8] in groups of 4 with 8 table entries "
@@ -362,6 +363,7 @@ def build_cases() -> dict[str, dict[str, Any]]:
     """File name → case document, for every code: the trigger and its near miss."""
     docs: dict[str, dict[str, Any]] = {}
     for code, slug, description, make in CASES:
+        extension = EXTENSION.get(f"{code}_{slug}")
         for bad in (True, False):
             docs[f"{code}_{slug}{'' if bad else '_ok'}.json"] = {
                 "kind": "validate",
@@ -369,7 +371,7 @@ def build_cases() -> dict[str, dict[str, Any]]:
                 "rules": rules_for_codes([code]),
                 "clauses": [CODES[code].clause],
                 "program": to_dict(make(bad)),
-                **({"requires": ["validate", EXTENSION[f"{code}_{slug}"]]} if f"{code}_{slug}" in EXTENSION else {}),
+                **({"requires": ["validate", extension]} if extension else {}),
                 "expect": (
                     {"verdict": "rejected", "codes": [code], "absent_codes": []}
                     if bad else {"verdict": "accepted", "codes": [], "absent_codes": [code]}

@@ -37,7 +37,8 @@ def _dequant(q: T, scales: T, p: dict[str, Any], k: int) -> T:
     affine, group = bool(p.get("flags", 0) & 4), p["group"]
     if p["qdtype"] == 7:  # packed nibbles, low nibble = even column, level = nibble - 8 (symmetric)
         b = q.to(torch.int64)
-        levels = torch.stack([b & 0xF, b >> 4], dim=-1).reshape(*b.shape[:-1], -1)[..., :k] - (0 if affine else 8)
+        nibbles = torch.stack([b & 0xF, b >> 4], dim=-1).reshape(*b.shape[:-1], -1)[..., :k]
+        levels = nibbles if affine else nibbles - 8
     else:
         levels = q.to(torch.int64)
     table = scales.double().repeat_interleave(group, dim=-2 if affine else -1)

@@ -43,6 +43,6 @@ __all__ = [
     "PARAM_LAYOUT", "READONLY_KINDS", "TARGETS", "WEIGHT_KINDS", "AmkspecError", "AttentionFlags", "Buffer",
     "BufferKind", "Counter", "DType", "FormatError", "FusedPattern", "GpuTarget",
     "InstructionKind", "MegakernelProgram", "MemSpace", "OpSpec", "Page", "PageAllocation",
-    "ProgramBuilder", "QuantFlags", "ScheduleConfig", "Task", "VersionError", "VersionWarning", "Wait", "dump",
-    "dumps", "from_dict", "load", "loads", "to_dict",
+    "ProgramBuilder", "QuantFlags", "ScheduleConfig", "Task", "VersionError", "VersionWarning", "Wait",
+    "dump", "dumps", "from_dict", "load", "loads", "to_dict",
 ]

@@ -20,8 +20,14 @@ import torch
 from amkspec.ir import BufferKind, DType, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.lower.lowering import LoweringError, lower, resolve_model
 from amkspec.models import EagerDecoder, LogitCheck, ModelConfig, compare_logits, make_weights
-from amkspec.models.quant import NativeQuant, QuantSpec, QuantTensor, dequantized_weights, native_weights, \
-    quantize_weights
+from amkspec.models.quant import (
+    NativeQuant,
+    QuantSpec,
+    QuantTensor,
+    dequantized_weights,
+    native_weights,
+    quantize_weights,
+)
 from amkspec.vm import Policy, ReferenceVM
 
 

@@ -67,7 +67,8 @@ class QuantSpec:
 
     def to_meta(self, config: ModelConfig) -> dict[str, object]:
         """The ``meta.quant`` record of a quantized program."""
-        return {"group": self.group, "bits": self.bits, "symmetric": True, "n_keys": len(quantized_keys(config))}
+        n_keys = len(quantized_keys(config))
+        return {"group": self.group, "bits": self.bits, "symmetric": True, "n_keys": n_keys}
 
 
 def _shown(value: int) -> str:
@@ -152,8 +153,8 @@ class QuantTensor:
         want_q, want_t = self.format.q_shape(n, self.k), self.format.table_shape(n, self.k)
         q_dtype = _Q_DTYPES[self.format.qdtype]
         if self.q.dtype != q_dtype or self.q.shape != want_q:
-            raise ValueError(f"{self.format.name} levels must be {np.dtype(q_dtype).name} {list(want_q)}, got "
-                             f"{self.q.dtype} {list(self.q.shape)}")
+            raise ValueError(f"{self.format.name} levels must be {np.dtype(q_dtype).name} {list(want_q)}, "
+                             f"got {self.q.dtype} {list(self.q.shape)}")
         if self.table.dtype != np.float16 or self.table.shape != want_t:
             raise ValueError(f"{self.format.name} table must be float16 {list(want_t)}, got "
                              f"{self.table.dtype} {list(self.table.shape)}")
@@ -184,13 +185,17 @@ class QuantTensor:
         return {key: self.q, f"{key}.scales": self.table}
 
 
+def _formats(formats: Mapping[str, QuantFormat]) -> dict[str, QuantFormat]:
+    return dict(formats)
+
+
 @attrs.frozen
 class NativeQuant:
     """Weights already quantized, by state-dict key: each listed key is lowered with its format
     (projections as quantized GEMV tiles, ``embed.weight`` as EMBED of levels and table then
     DEQUANT, ``lm_head.weight`` as a quantized GEMV)."""
 
-    formats: Mapping[str, QuantFormat] = attrs.field(converter=dict)
+    formats: Mapping[str, QuantFormat] = attrs.field(converter=_formats)
 
     def format_of(self, key: str, config: ModelConfig) -> QuantFormat | None:
         """The format of weight ``key`` (None: floating point)."""

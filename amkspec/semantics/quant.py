@@ -54,8 +54,12 @@ def pack_int4(nibbles: Tensor) -> Tensor:
 def unpack_int4(packed: Tensor, k: int) -> Tensor:
     """The nibbles (0..15) of packed bytes ``[..., ceil(K/2)]``, first ``k`` columns (uint8 for a
     uint8 ``packed``, else int64)."""
-    p = packed if packed.dtype == torch.uint8 else packed.to(torch.int64)
-    return torch.stack([p & 0xF, (p >> 4) & 0xF], dim=-1).reshape(*p.shape[:-1], -1)[..., :k]
+    if packed.dtype == torch.uint8:
+        low, high = packed & 0xF, packed >> 4
+    else:
+        p = packed.to(torch.int64)
+        low, high = p & 0xF, (p >> 4) & 0xF
+    return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], -1)[..., :k]
 
 
 def expand_groups(table: Tensor, group: int, k: int) -> Tensor:
@@ -118,7 +122,7 @@ def _by_group(formula: Callable[..., Tensor], lv: Tensor, group: int, k: int, *t
 
 
 def is_affine(params: Params, kind: InstructionKind) -> bool:
-    """Whether ``flags`` holds :attr:`~amkspec.ir.QuantFlags.AFFINE` (the extension's (scale, offset) table)."""
+    """Whether ``flags`` holds :attr:`~amkspec.ir.QuantFlags.AFFINE` (a (scale, offset) table)."""
     return bool(int_param(params, "flags", kind, 0) & QuantFlags.AFFINE)
 
 

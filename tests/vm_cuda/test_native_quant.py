@@ -62,7 +62,8 @@ def test_quantized_gemv_tiles_agree_with_the_reference(kind: str, threads: int) 
 
 def test_affine_int8_levels_and_a_float16_output() -> None:
     g = torch.Generator().manual_seed(8)
-    q = Operand("q", DType.I8, (6, 64), BK.WEIGHT, torch.randint(-128, 128, (6, 64), generator=g).to(torch.int8))
+    levels = torch.randint(-128, 128, (6, 64), generator=g).to(torch.int8)
+    q = Operand("q", DType.I8, (6, 64), BK.WEIGHT, levels)
     table = Operand("t", DType.F16, (6, 2, 2), BK.WEIGHT, (torch.randn(6, 2, 2, generator=g) * 0.01).half())
     x = inp("x", DType.F16, (1, 64), g)
     tiled(K.GEMV_TILE, [x, q, table], out("y", DType.F16, (1, 6)),
