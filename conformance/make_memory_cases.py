@@ -151,7 +151,7 @@ def _m412(bad: bool) -> MegakernelProgram:
     return one(Op.GEMV_TILE, [io("x", (1, 8)), wt("w", (8, 8), I8 if bad else F32)], res("y", (1, 8)), GEMV)
 
 
-# the affine (scale, offset) form of the quantized-formats extension: these cases need its capability
+# the affine (scale, offset) form of the extension of spec §7.9: these cases need its capability
 AFFINE = {"qdtype": 7, "group": 4, "flags": 4}
 
 

@@ -117,7 +117,7 @@ def _dequant(dt: DType) -> MegakernelProgram:
 
 
 def _affine(op: InstructionKind) -> Build:
-    """The affine (scale, offset) form of the quantized-formats extension (GGUF's Q4_1 for I4)."""
+    """The affine (scale, offset) form of the extension of spec §7.9 (GGUF's Q4_1 for I4)."""
     params = {"qdtype": 0, "group": 4, "flags": 4}
 
     def build(dt: DType) -> MegakernelProgram:

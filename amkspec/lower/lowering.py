@@ -95,7 +95,7 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     ``B`` sequences decode in lockstep (GEMM_TILE projections, batched attention). ``quant``
     (a QuantSpec or ``{"bits": 4|8, "group": G}``) stores the layers' projections as I4/I8 levels
     with F16 scales; a :class:`~amkspec.models.quant.NativeQuant` stores each weight it lists in its
-    own format (Q4_1, Q8_0: the quantized-formats chapter), the token table and lm head included
+    own format (Q4_1, Q8_0: spec §7.9), the token table and lm head included
     (single sequence only, either way). ``dtype`` may be given by name. ``config``
     None means the original's auto tiling (width 32). With a target, ``config.sm_assignment`` is
     resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None

@@ -1,4 +1,4 @@
-"""GGML's Q4_1 and Q8_0 blocks ⇄ native quantized weights (the quantized-formats chapter).
+"""GGML's Q4_1 and Q8_0 blocks ⇄ native quantized weights (spec §7.9).
 
 A GGML row of ``K`` weights is ``K / 32`` blocks. Q8_0: float16 ``d`` then 32 int8 ``q``,
 ``w = d · q``. Q4_1: float16 ``d``, float16 ``m``, then 16 bytes whose byte ``j`` holds weight

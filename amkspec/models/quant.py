@@ -1,4 +1,4 @@
-"""Weight-only quantization of a model's weights (spec §7.7 and the quantized-formats chapter).
+"""Weight-only quantization of a model's weights (spec §7.7, §7.9).
 
 Two ways to get quantized weights into a program:
 
@@ -97,7 +97,7 @@ def quantize_weights(config: ModelConfig, weights: Mapping[str, torch.Tensor], s
 
 @attrs.frozen
 class QuantFormat:
-    """How a quantized ``[N, K]`` weight is stored (the quantized-formats chapter): levels of
+    """How a quantized ``[N, K]`` weight is stored (spec §7.9): levels of
     ``qdtype`` (I4 packed two per byte, low nibble = even column; I8), grouped by ``group`` along K,
     and a float16 table of scales ``[N, n_groups]`` or, when ``affine``, of (scale, offset) pairs
     ``[N, n_groups, 2]``. Symmetric: ``w = level · scale`` (I4 level = nibble − 8); affine:

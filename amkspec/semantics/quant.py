@@ -9,7 +9,7 @@ float16 ``[N, n_groups]``.
   nibble = even column), ``w = (nibble − 8) · scale``.
 * Asymmetric (with zero points): unsigned levels, ``w = (level − zero) · scale``;
   for I4 the level is the raw nibble (no −8), for I8 the levels are stored as U8.
-* Affine (``flags`` bit :attr:`~amkspec.ir.QuantFlags.AFFINE`, an amkspec extension: GGUF's
+* Affine (``flags`` bit :attr:`~amkspec.ir.QuantFlags.AFFINE`, the extension of §7.9: GGUF's
   Q4_1): the table holds (scale, offset) pairs ``[N, n_groups, 2]`` and ``w = level · scale +
   offset`` with the raw nibble (I4) or the stored integer (I8) as level. ``level · scale`` is exact
   in float32 for a float16 scale (at most 4 + 11, or 8 + 11, significant bits, never below

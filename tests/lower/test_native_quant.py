@@ -1,4 +1,4 @@
-"""Lowering weights given natively as Q4_1 / Q8_0 (the quantized-formats chapter): a synthetic model
+"""Lowering weights given natively as Q4_1 / Q8_0 (spec §7.9): a synthetic model
 quantized by gguf's own quantizers runs on the ReferenceVM and the megakernel's CPU build, and agrees
 with the eager model on gguf's dequantized weights."""
 

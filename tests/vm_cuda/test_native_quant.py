@@ -1,4 +1,4 @@
-"""The megakernel's CPU build on native quantized weights (the quantized-formats chapter): the
+"""The megakernel's CPU build on native quantized weights (spec §7.9): the
 affine (scale, offset) form of GGUF's Q4_1 and the symmetric I8 form of Q8_0 dequantize to the
 ReferenceVM's (and gguf's) float32 values bit for bit, and quantized GEMV tiles agree with the
 ReferenceVM within the output dtype's tolerance."""

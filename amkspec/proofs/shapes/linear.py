@@ -3,7 +3,7 @@
 A tile computes ``x @ W[n_off:n_off+N_tile].T`` into ``out[..., n_off:n_off+N_tile]``
 with ``W`` in ``[N, K]`` layout. The quantized path (qdtype 6/7 and scales) reads
 packed rows of ``W`` and ``[N, ceil(K/group)]`` scales, or with ``flags`` AFFINE (the
-quantized-formats extension) ``[N, ceil(K/group), 2]`` (scale, offset) pairs.
+extension of §7.9) ``[N, ceil(K/group), 2]`` (scale, offset) pairs.
 """
 
 from __future__ import annotations
