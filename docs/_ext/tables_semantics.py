@@ -91,4 +91,5 @@ def quant_formats() -> Table:
         source = "GGUF (native)" if f.name in NATIVE_FORMATS else "``QuantSpec`` (re-quantized)"
         rows.append([f"``{f.name}``", source, f"{f.qdtype.name}: {q_shape}", f"F16 {table}", params,
                      _cell(value)])
-    return ["Format", "From", "Levels ``key``", "Table ``key.scales``", "Task params", "Weight (float32)"], rows
+    headers = ["Format", "From", "Levels ``key``", "Table ``key.scales``", "Task params", "Weight (float32)"]
+    return headers, rows
