@@ -86,8 +86,14 @@ def test_the_dequantized_weights_are_gguf_s_bit_for_bit() -> None:
             assert torch.equal(value.dequantize().view(torch.int32), exact[key].view(torch.int32)), key
 
 
+FUSED = ScheduleConfig(fusion_grouping=[["gate", "up", "silu"], ["o", "residual"], ["down", "residual"]],
+                       page_allocation="graph_color", tiling={"attention": {"n_partitions": 2}})
+
+
 @pytest.mark.parametrize("vm", ["reference", "cpu-kernel"])
-def test_native_greedy_decode_agrees_on_every_step(vm: str) -> None:
+@pytest.mark.parametrize("config", [ScheduleConfig(tiling={"attention": {"n_partitions": 2}}), FUSED],
+                         ids=["split-kv", "fused-paged"])
+def test_native_greedy_decode_agrees_on_every_step(vm: str, config: ScheduleConfig) -> None:
     weights, _ = gguf_model()
     make_vm = None
     if vm == "cpu-kernel":
@@ -96,7 +102,6 @@ def test_native_greedy_decode_agrees_on_every_step(vm: str) -> None:
         def make_vm(prog: amkspec.MegakernelProgram) -> Any:
             return MegakernelVM(prog, backend="cpu")
 
-    config = ScheduleConfig(tiling={"attention": {"n_partitions": 2}})
     run = greedy_decode(TOY_2L, [3, 141], 3, config=config, target="rtx5090", weights=weights,
                         make_vm=make_vm)
     assert run.agree and len(run.generated[0]) == 3
