@@ -112,6 +112,9 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     _check(m, pos, dtype, B)
     if quant is not None and B > 1:
         raise LoweringError("quantized lowering supports one sequence only (B = 1)")
+    if isinstance(quant, NativeQuant) and quant.unsupported(m):
+        raise LoweringError(f"cannot store {', '.join(quant.unsupported(m)[:3])} quantized: only the "
+                            "projections, embed.weight and lm_head.weight of the model can be")
     if config is not None:
         if not isinstance(config, ScheduleConfig | Mapping):
             raise LoweringError(f"config must be a ScheduleConfig or a mapping, got {type(config).__name__}")

@@ -164,10 +164,6 @@ class QuantTensor:
         """The logical ``(N, K)``."""
         return (self.q.shape[0], self.k)
 
-    @property
-    def nbytes(self) -> int:
-        return int(self.q.nbytes + self.table.nbytes)
-
     def dequantize(self) -> torch.Tensor:
         """The float32 ``[N, K]`` weights, computed by the semantics' dequantization (spec §7.7)."""
         f = self.format
@@ -200,6 +196,12 @@ class NativeQuant:
     def format_of(self, key: str, config: ModelConfig) -> QuantFormat | None:
         """The format of weight ``key`` (None: floating point)."""
         return self.formats.get(key)
+
+    def unsupported(self, config: ModelConfig) -> list[str]:
+        """The listed keys the lowering cannot store quantized: anything but the projections,
+        ``embed.weight`` and ``lm_head.weight`` of ``config``."""
+        allowed = {*quantized_keys(config), "embed.weight", "lm_head.weight"}
+        return sorted(k for k in self.formats if k not in allowed)
 
     def to_meta(self, config: ModelConfig) -> dict[str, object]:
         """The ``meta.quant`` record: how many keys have each format."""

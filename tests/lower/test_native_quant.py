@@ -13,7 +13,7 @@ from gguf import GGMLQuantizationType as GT
 
 import amkspec
 from amkspec.ir import BufferKind, DType, InstructionKind, QuantFlags, ScheduleConfig
-from amkspec.lower import lower
+from amkspec.lower import LoweringError, lower
 from amkspec.lower.decode import greedy_decode, step_inputs
 from amkspec.models import TOY_2L, EagerDecoder, compare_logits, make_weights
 from amkspec.models.ggml_blocks import from_blocks, to_blocks
@@ -116,3 +116,10 @@ def test_a_native_layout_records_its_formats_and_keeps_float_weights() -> None:
     assert bufs["layers.0.attn.k_proj.weight"].dtype is DType.F32
     assert bufs["embed.weight"].dtype is DType.F32 and prog.meta["quant"] == {"native": {"Q4_1": 1}}
     assert Q8_0.params() == {"qdtype": 6, "group": 32}
+
+
+def test_a_native_layout_of_weights_the_lowering_cannot_quantize_is_refused() -> None:
+    with pytest.raises(LoweringError, match="cannot store final_norm, layers.9"):
+        lower(TOY_2L, quant=NativeQuant({"final_norm": Q8_0, "layers.9.attn.q_proj.weight": Q4_1}))
+    with pytest.raises(LoweringError, match="one sequence"):
+        lower(TOY_2L, quant=NativeQuant({"embed.weight": Q8_0}), B=2)
