@@ -119,7 +119,7 @@ def test_a_native_layout_records_its_formats_and_keeps_float_weights() -> None:
 
 
 def test_a_native_layout_of_weights_the_lowering_cannot_quantize_is_refused() -> None:
-    with pytest.raises(LoweringError, match="cannot store final_norm, layers.9"):
+    with pytest.raises(LoweringError, match=r"cannot store final_norm, layers\.9"):
         lower(TOY_2L, quant=NativeQuant({"final_norm": Q8_0, "layers.9.attn.q_proj.weight": Q4_1}))
     with pytest.raises(LoweringError, match="one sequence"):
         lower(TOY_2L, quant=NativeQuant({"embed.weight": Q8_0}), B=2)
