@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from amkspec import __version__
-from amkspec.conformance.cases import QUANT_AFFINE
 from amkspec.conformance.protocol import PROTOCOL_VERSION
 from amkspec.conformance.tensors import NUMPY_DTYPE, TensorError, decode, encode
 from amkspec.ir import AmkspecError, FormatError, MegakernelProgram, VersionError, dumps, loads
@@ -103,7 +102,7 @@ class Adapter:
         caps = ["load", "validate"]
         if self.runner is not None:
             caps += ["run", *(f"dtype:{d}" for d in NUMPY_DTYPE)]
-        return [*caps, QUANT_AFFINE]
+        return caps
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """The reply to one request (``ok: false`` with the reason for anything unusable)."""

@@ -17,9 +17,6 @@ import attrs
 
 KINDS = ("format", "validate", "run", "refuse")
 DEFAULT_REQUIRES = {"format": ["load"], "validate": ["validate"], "run": ["run"], "refuse": ["run"]}
-QUANT_AFFINE = "ext:quant-affine"
-"""The capability of amkspec's affine quantized form (``flags`` AFFINE, spec §7.9),
-an extension of the spec: the cases of its rules require it."""
 
 
 class CaseError(ValueError):
