@@ -29,7 +29,14 @@ from amkspec.ir import BufferKind, DType, GpuTarget, MegakernelProgram, Schedule
 from amkspec.lower.lowering import LoweringError, lower, resolve_model
 from amkspec.lower.positions import at_position
 from amkspec.models import EagerDecoder, LogitCheck, ModelConfig, compare_logits
-from amkspec.models.quant import QuantSpec, quantize_weights
+from amkspec.models.quant import (
+    NativeQuant,
+    QuantSpec,
+    QuantTensor,
+    dequantized_weights,
+    native_weights,
+    quantize_weights,
+)
 from amkspec.models.registry import model_weights
 from amkspec.vm import Policy, ReferenceVM
 
@@ -57,7 +64,7 @@ class Generation:
 
     def __init__(self, model: ModelConfig, weights: Mapping[str, Any], *,
                  config: ScheduleConfig | Mapping[str, Any] | None, target: GpuTarget | str | None,
-                 dtype: DType, batch: int, quant: QuantSpec | None,
+                 dtype: DType, batch: int, quant: QuantSpec | NativeQuant | None,
                  make_vm: Callable[[MegakernelProgram], Any]) -> None:
         self.model, self.weights, self.config, self.target = model, weights, config, target
         self.dtype, self.batch, self.quant, self.make_vm = dtype, batch, quant, make_vm
@@ -162,8 +169,10 @@ def greedy_decode(
 
     ``weights`` (default: the model's, :func:`~amkspec.models.registry.model_weights`) are floating
     point; with ``quant`` the program gets their quantized levels and the eager model their
-    dequantized values. ``make_vm`` builds a VM for a program (default: a ReferenceVM under
-    ``policy``); any object with ReferenceVM's ``run`` will do (e.g. ``vm_cuda.MegakernelVM``).
+    dequantized values. Weights given as :class:`~amkspec.models.quant.QuantTensor` (e.g. GGUF
+    Q4_1 / Q8_0) are lowered natively and the eager model gets their exact dequantized values.
+    ``make_vm`` builds a VM for a program (default: a ReferenceVM under ``policy``); any object with
+    ReferenceVM's ``run`` will do (e.g. ``vm_cuda.MegakernelVM``).
     """
     m = resolve_model(model)
     rows = _prompts(prompt)
@@ -176,10 +185,14 @@ def greedy_decode(
         raise LoweringError(f"prompt tokens must lie in [0, {m.vocab})")
     w: Mapping[str, Any] = model_weights(m) if weights is None else weights
     eager_w = w
+    layout: QuantSpec | NativeQuant | None = quant
     if quant is not None:
         w, eager_w = quantize_weights(m, {k: torch.as_tensor(v) for k, v in w.items()}, quant)
+    elif any(isinstance(v, QuantTensor) for v in w.values()):
+        eager_w = dequantized_weights(w)
+        layout, w = native_weights(w)
     ref = EagerDecoder(m, eager_w, dtype) if eager else None
-    gen = Generation(m, w, config=config, target=target, dtype=dtype, batch=len(rows), quant=quant,
+    gen = Generation(m, w, config=config, target=target, dtype=dtype, batch=len(rows), quant=layout,
                      make_vm=make_vm or (lambda p: ReferenceVM(p, policy=policy)))
     run = DecodeRun(generated=[[] for _ in rows])
     fed = [r[0] for r in rows]
