@@ -10,8 +10,9 @@ Needs transformers and accelerate (as ``tools/make_real_golden.py``) and the ``l
   (``torch.set_num_threads``, the same for both). Per-token time is the wall time of one generated
   token's step: for transformers one ``forward`` of the new token with its KV cache; for amkspec
   one launch of :class:`amkspec.lower.decode.Generation` (moving the program to the position,
-  :meth:`~amkspec.vm.ReferenceVM.advance` with its validation, the run), under the default lowering
-  (``amkspec lower``'s schedule) and the coarse schedule (:func:`amkspec.lower.knobs.coarse_config`).
+  :meth:`~amkspec.vm.ReferenceVM.advance` with its validation, the run), with the file's Q4_1 / Q8_0
+  tensors native and dequantized, under the default lowering (``amkspec lower``'s schedule) and the
+  coarse schedule (:func:`amkspec.lower.knobs.coarse_config`).
   "re-lowered" is the loop before issue 25: lower, build a ReferenceVM and bind for every token.
   Medians over every generated token of every round; both systems generate the same ids (checked).
 * **toolchain**: ``validate``, ``certify`` and the independent checker, and ``explain``, on the
@@ -38,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import attrs
 import torch
 from tables import write_result
 
@@ -46,7 +48,8 @@ from amkspec.lower import lower
 from amkspec.lower.decode import Generation, step_inputs
 from amkspec.lower.knobs import coarse_config
 from amkspec.models.checkpoint import builtin_path
-from amkspec.models.registry import model_tokenizer, model_weights, resolve
+from amkspec.models.quant import native_weights
+from amkspec.models.registry import model_layout, model_tokenizer, model_weights, resolve
 from amkspec.vm import ReferenceVM
 
 PROMPT = "The capital of France is"
@@ -83,14 +86,21 @@ def amkspec_decode(step: Callable[[int, list[int]], torch.Tensor], ids: list[int
     return new, times
 
 
-def generation(m: Any, weights: Any, config: ScheduleConfig | None) -> Callable[[int, list[int]], torch.Tensor]:
-    gen = Generation(m, weights, config=config, target=None, dtype=m.dtype, batch=1, quant=None,
+Step = Callable[[int, list[int]], torch.Tensor]
+
+
+def generation(m: Any, config: ScheduleConfig | None) -> Step:
+    """One generation's launches (:class:`Generation`) with the model's weights as the VM binds them."""
+    weights = native_weights(model_weights(m))[1]
+    layout = model_layout(m)
+    gen = Generation(m, weights, config=config, target=None, dtype=m.dtype, batch=1, quant=layout,
                      make_vm=ReferenceVM)
     return gen.launch
 
 
-def relowered(m: Any, weights: Any, config: ScheduleConfig | None) -> Callable[[int, list[int]], torch.Tensor]:
+def relowered(m: Any, config: ScheduleConfig | None) -> Step:
     """The decode loop before issue 25: lower, build a VM and bind for every token."""
+    weights = model_weights(m)
     kv: dict[str, Any] = {}
 
     def step(pos: int, tokens: list[int]) -> torch.Tensor:
@@ -105,33 +115,36 @@ def relowered(m: Any, weights: Any, config: ScheduleConfig | None) -> Callable[[
 def decode_table(threads: list[int], tokens: int, rounds: int, before_tokens: int) -> list[str]:
     from transformers import AutoModelForCausalLM
 
-    m = resolve("smollm2-135m")
-    weights = model_weights(m)
-    ids = model_tokenizer(m).encode(PROMPT)
+    native = resolve("smollm2-135m")
+    models = {"native Q4_1/Q8_0": native, "dequantized": attrs.evolve(native, native_quant=False)}
+    ids = model_tokenizer(native).encode(PROMPT)
     path = builtin_path("smollm2-135m")
-    hf = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
-    rows = ["| threads | system | schedule | tasks | ms / token | × transformers |",
-            "|---:|---|---|---:|---:|---:|"]
+    hf = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                              dtype=torch.float32).eval()
+    rows = ["| threads | system | weights | schedule | tasks | ms / token | × transformers |",
+            "|---:|---|---|---|---:|---:|---:|"]
     for n in threads:
         torch.set_num_threads(n)
-        samples: dict[tuple[str, str], list[float]] = {}
+        samples: dict[tuple[str, str, str], list[float]] = {}
         for _ in range(rounds):
             ref_ids, t = transformers_decode(hf, ids, tokens)
-            samples.setdefault(("transformers", "KV cache"), []).extend(t)
-            for name, config in SCHEDULES.items():
-                got, t = amkspec_decode(generation(m, weights, config), ids, tokens)
-                assert got == ref_ids, (name, got, ref_ids)
-                samples.setdefault(("amkspec ReferenceVM", name), []).extend(t)
+            samples.setdefault(("transformers", "float32", "KV cache"), []).extend(t)
+            for kind, m in models.items():
+                for name, config in SCHEDULES.items():
+                    got, t = amkspec_decode(generation(m, config), ids, tokens)
+                    assert got == ref_ids, (kind, name, got, ref_ids)
+                    samples.setdefault(("amkspec ReferenceVM", kind, name), []).extend(t)
         for name, config in SCHEDULES.items():
-            got, t = amkspec_decode(relowered(m, weights, config), ids, before_tokens)
+            got, t = amkspec_decode(relowered(models["dequantized"], config), ids, before_tokens)
             assert got == ref_ids[:before_tokens]
-            samples[("amkspec, re-lowered per token", name)] = t
-        base = statistics.median(samples[("transformers", "KV cache")])
-        for (system, schedule), times in samples.items():
-            config = SCHEDULES.get(schedule)
-            tasks = "—" if system == "transformers" else f"{len(lower(m, None, config).tasks):,}"
+            samples[("amkspec, re-lowered per token", "dequantized", name)] = t
+        base = statistics.median(samples[("transformers", "float32", "KV cache")])
+        for (system, kind, schedule), times in samples.items():
+            tasks = "—" if system == "transformers" else \
+                f"{len(lower(models[kind], None, SCHEDULES[schedule]).tasks):,}"
             med = statistics.median(times)
-            rows.append(f"| {n} | {system} | {schedule} | {tasks} | {med * 1e3:.1f} | {med / base:.2f} |")
+            rows.append(f"| {n} | {system} | {kind} | {schedule} | {tasks} | {med * 1e3:.1f} "
+                        f"| {med / base:.2f} |")
             print(rows[-1], flush=True)
     return rows
 
@@ -216,7 +229,8 @@ def main() -> None:
         if args.write_results:
             write_result("real_model_toolchain.md", rows)
     if args.only in (None, "decode"):
-        rows = decode_table([int(t) for t in args.threads.split(",")], args.tokens, args.rounds, args.before_tokens)
+        threads = [int(t) for t in args.threads.split(",")]
+        rows = decode_table(threads, args.tokens, args.rounds, args.before_tokens)
         if args.write_results:
             write_result("real_model_decode.md", rows)
 

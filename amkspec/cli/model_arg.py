@@ -3,8 +3,9 @@
 
 A command takes a model name (a preset or a built-in checkpoint) as its MODEL argument, or any
 checkpoint file or directory with ``--checkpoint PATH`` (exactly one of the two). The command
-receives ``model``: the name, or the checkpoint's :class:`~pathlib.Path`, which
-:func:`amkspec.lower.resolve_model` accepts.
+receives ``model``: the name, or the checkpoint's :class:`~pathlib.Path`, or with ``--dequantize``
+the model's :class:`~amkspec.models.ModelConfig` with its native quantized tensors turned into
+float32 — each of which :func:`amkspec.lower.resolve_model` accepts.
 """
 
 from __future__ import annotations
@@ -42,16 +43,34 @@ def chosen_model(name: str | None, checkpoint: str | None, *, runnable: bool = F
     return name
 
 
-def model_argument(*, runnable: bool = False) -> Any:
-    """Decorator: the optional ``MODEL`` argument and ``--checkpoint PATH``, passed on as ``model``.
-    ``runnable``: refuse the lowering-only presets."""
+def dequantized(model: str | Path, dequantize: bool) -> Any:
+    """``model``, or its config with every weight float32 when ``dequantize`` (``--dequantize``)."""
+    if not dequantize:
+        return model
+    import attrs
+
+    from amkspec.lower import resolve_model
+
+    return attrs.evolve(resolve_model(model), native_quant=False)
+
+
+DEQUANTIZE_HELP = "Run a GGUF checkpoint's Q4_1/Q8_0 tensors as float32 (default: natively)."
+
+
+def model_argument(*, runnable: bool = False, dequantize: bool = True) -> Any:
+    """Decorator: the optional ``MODEL`` argument and ``--checkpoint PATH`` (and ``--dequantize``
+    unless ``dequantize`` is False), passed on as ``model``. ``runnable``: refuse the lowering-only
+    presets."""
 
     def decorate(func: Any) -> Any:
         @functools.wraps(func)
         def wrapper(*args: Any, model: str | None = None, checkpoint: str | None = None,
-                    **kwargs: Any) -> Any:
-            return func(*args, model=chosen_model(model, checkpoint, runnable=runnable), **kwargs)
+                    dequantize: bool = False, **kwargs: Any) -> Any:
+            chosen = chosen_model(model, checkpoint, runnable=runnable)
+            return func(*args, model=dequantized(chosen, dequantize), **kwargs)
 
+        if dequantize:
+            wrapper = click.option("--dequantize", is_flag=True, help=DEQUANTIZE_HELP)(wrapper)
         wrapper = click.option("--checkpoint", type=click.Path(), metavar="PATH",
                                help="A GGUF file or an HF checkpoint directory instead of MODEL.")(wrapper)
         return click.argument("model", type=MODEL_NAMES, required=False)(wrapper)
@@ -59,6 +78,6 @@ def model_argument(*, runnable: bool = False) -> Any:
     return decorate
 
 
-def model_label(model: str | Path) -> str:
+def model_label(model: Any) -> str:
     """A name for the model in output (a checkpoint by its file or directory name)."""
-    return model.name if isinstance(model, Path) else model
+    return model.name if isinstance(model, Path) or hasattr(model, "vocab") else str(model)

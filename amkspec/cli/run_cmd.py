@@ -29,7 +29,7 @@ from amkspec.cli.files import (
     save_npz,
     write_output,
 )
-from amkspec.cli.model_arg import MODEL_NAMES, chosen_model, model_argument
+from amkspec.cli.model_arg import DEQUANTIZE_HELP, MODEL_NAMES, chosen_model, dequantized, model_argument
 from amkspec.cli.params import SEED
 from amkspec.cli.progress import Bar
 from amkspec.exit_codes import EXIT_REJECTED
@@ -137,9 +137,11 @@ def read_tensors(path: str) -> dict[str, Any]:
     fail(f"{path}: unknown tensor file type {suffix!r} (use .npz, .safetensors or .json)")
 
 
-def _numpy(t: torch.Tensor) -> np.ndarray:
+def _numpy(t: torch.Tensor | np.ndarray) -> np.ndarray:
     import torch
 
+    if isinstance(t, np.ndarray):
+        return t
     t = t.detach().cpu()
     return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
 
@@ -186,7 +188,7 @@ def relowerable(prog: MegakernelProgram, given: ModelConfig | None = None
         return None
     text = amkspec.dumps(prog)
     quant = None
-    if meta.get("quantized") and isinstance(meta.get("quant"), dict):
+    if meta.get("quantized") and isinstance(meta.get("quant"), dict) and "native" not in meta["quant"]:
         try:
             quant = QuantSpec(int(meta["quant"]["bits"]), int(meta["quant"]["group"]))
         except (KeyError, TypeError, ValueError):
@@ -217,8 +219,7 @@ def relowerable(prog: MegakernelProgram, given: ModelConfig | None = None
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
 @clean_errors
 def lower_cmd(model: str | Path, config_path: str | None, pos: int, target: str | None, dtype: str,
-              batch: int,
-              compat: bool, quant: str | None, group: int, output: str | None) -> None:
+              batch: int, compat: bool, quant: str | None, group: int, output: str | None) -> None:
     """Lower one decode step of MODEL (or --checkpoint) into a program (the lowering guide)."""
     from amkspec.lower import lower
 
@@ -254,25 +255,27 @@ def weights_cmd(model: str | Path, dtype: str | None, seed: int | None, quant: s
     m = resolve_model(model)
     if m.checkpoint is not None and seed is not None:
         fail(f"--seed: model {m.name!r} has its checkpoint's weights, not seeded ones")
-    weights = (model_weights(m, DType[dtype] if dtype else None) if m.checkpoint is not None
+    weights = (_bound(model_weights(m, DType[dtype] if dtype else None)) if m.checkpoint is not None
                else make_weights(m, DType[dtype] if dtype else None, seed))
     spec = _quant(quant, group)
     if spec is not None:
         weights = quantize_weights(m, weights, spec)[0]
     if output.endswith(".safetensors"):
+        import torch
         from safetensors import SafetensorError
         from safetensors.torch import save_file
 
         with output_file(output) as tmp:
             try:
-                save_file(weights, tmp)
+                save_file({k: torch.as_tensor(v) for k, v in weights.items()}, tmp)
             except SafetensorError as exc:
                 fail(f"{output}: cannot write: {exc}")
     elif output.endswith(".npz"):
         save_npz(output, {k: _numpy(v) for k, v in weights.items()})
     else:
         fail(f"{output}: use a .npz or .safetensors file name")
-    click.echo(f"{output}: {len(weights)} tensors, {sum(v.numel() for v in weights.values())} parameters")
+    click.echo(f"{output}: {len(weights)} tensors, {sum(int(np.prod(v.shape)) for v in weights.values())} "
+               "values")
 
 
 @main.command("run")
@@ -282,6 +285,7 @@ def weights_cmd(model: str | Path, dtype: str | None, seed: int | None, quant: s
 @click.option("--model", "model_name", type=MODEL_NAMES, help="Take the weights of this model instead.")
 @click.option("--checkpoint", type=click.Path(), metavar="PATH",
               help="Take the weights of this checkpoint instead.")
+@click.option("--dequantize", is_flag=True, help=DEQUANTIZE_HELP)
 @click.option("--inputs", "inputs_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--kv", "kv_path", type=click.Path(dir_okay=False), help="KV caches by buffer name (.npz).")
 @click.option("--steps", type=click.IntRange(1), default=1, show_default=True,
@@ -292,8 +296,8 @@ def weights_cmd(model: str | Path, dtype: str | None, seed: int | None, quant: s
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Outputs as .npz.")
 @clean_errors
 def run_cmd(program: str, weights_path: str | None, model_name: str | None, checkpoint: str | None,
-            inputs_path: str, kv_path: str | None, steps: int, policy: str, seed: int, vm_name: str,
-            output: str | None) -> None:
+            dequantize: bool, inputs_path: str, kv_path: str | None, steps: int, policy: str, seed: int,
+            vm_name: str, output: str | None) -> None:
     """Run PROGRAM on the ReferenceVM (or --vm) with --weights, or a model's (--model/--checkpoint);
     print each launch's argmax; exit 1 if refused or stuck."""
     import torch
@@ -307,13 +311,13 @@ def run_cmd(program: str, weights_path: str | None, model_name: str | None, chec
         refuse_inputs(output, [program, weights_path, inputs_path, kv_path])
     prog = load_program(program)
     model_of = chosen_model(model_name, checkpoint) if weights_path is None else None
-    m = resolve_model(model_of) if model_of is not None else None
+    m = resolve_model(dequantized(model_of, dequantize)) if model_of is not None else None
     origin = relowerable(prog, m) if steps > 1 else None
     if steps > 1 and origin is None:
         fail(f"{program}: --steps {steps} needs a program made by `amkspec lower` (re-lowered per step)")
     if origin is not None:
         _check_positions(program, int(prog.meta["pos"]), steps, origin[0])
-    weights = _weights(m) if m is not None else read_tensors(str(weights_path))
+    weights = _bound(_weights(m)) if m is not None else read_tensors(str(weights_path))
     inputs = read_tensors(inputs_path)
     if inputs_path.lower().endswith(".json"):
         inputs = _typed_inputs(prog, inputs)
@@ -411,16 +415,27 @@ def _step_line(step: DecodeStep) -> str:
     return f"pos {step.pos:3d} fed {list(step.fed)} vm→{list(step.vm_next)} eager→{eager} {err}{verdict}"
 
 
-def _weights(m: ModelConfig) -> Any:
-    """The model's weights, with a progress bar on a terminal while a checkpoint is read."""
+def _weights(m: ModelConfig, native: bool | None = None) -> Any:
+    """The model's weights (:func:`~amkspec.models.registry.model_weights`; ``native`` False: the
+    float32 ones), with a progress bar on a terminal while a checkpoint is read."""
     from amkspec.models.registry import checkpoint_of, model_weights
 
     found = checkpoint_of(m)
-    bar = Bar(len(found.tensor_types) if found is not None else 0, f"reading {m.name}", "tensor")
+    if found is None:
+        return model_weights(m)
+    what = "float32 " if native is False and m.native_quant else ""
+    bar = Bar(len(found.tensor_types), f"reading {what}{m.name}", "tensor")
     try:
-        return model_weights(m, on_tensor=bar.update)
+        return found.read_weights(bar.update, native=native)
     finally:
         bar.close()
+
+
+def _bound(weights: Mapping[str, Any]) -> dict[str, Any]:
+    """The arrays a program binds: a native quantized weight as its levels and ``.scales`` table."""
+    from amkspec.models.quant import native_weights
+
+    return native_weights(weights)[1]
 
 
 @main.command("decode")
@@ -462,7 +477,9 @@ def decode_cmd(model: str | Path, prompt_text: str | None, prompt_ids: str | Non
     else:
         ids = _prompt(prompt_ids if prompt_ids is not None else DEFAULT_PROMPT)
     config = read_config(config_path)
-    weights = _weights(m)
+    _weights(m)  # read now, with a progress bar; greedy_decode takes them from the import
+    if not no_check and m.native_quant:
+        _weights(m, native=False)  # the eager model's float32 values
     bar = Bar(len(ids) + tokens - 1, "decoding", "launch")
 
     def on_step(step: DecodeStep) -> None:
@@ -471,7 +488,7 @@ def decode_cmd(model: str | Path, prompt_text: str | None, prompt_ids: str | Non
             click.echo(_step_line(step))
 
     try:
-        run = greedy_decode(m, ids, tokens, config=config, target=target, dtype=DType[dtype], weights=weights,
+        run = greedy_decode(m, ids, tokens, config=config, target=target, dtype=DType[dtype],
                             quant=_quant(quant, group), policy=_policy(policy, seed), eager=not no_check,
                             on_step=on_step, make_vm=lambda p: make_vm(vm_name, p, _policy(policy, seed)))
     finally:

@@ -84,7 +84,7 @@ def evaluate_cmd(model: str | Path, target: str, config_path: str | None, vm: st
 
 
 @main.command("propose")
-@model_argument()
+@model_argument(dequantize=False)
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @clean_errors
 def propose_cmd(model: str | Path, target: str) -> None:
@@ -132,7 +132,7 @@ class _Progress:
 
 
 @main.command("search")
-@model_argument(runnable=True)
+@model_argument(runnable=True, dequantize=False)
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @click.option("--budget", required=True, type=click.IntRange(1, 100_000),
               help="Trials in all (with --resume: the new total).")

@@ -37,7 +37,7 @@ from amkspec.models.quant import (
     native_weights,
     quantize_weights,
 )
-from amkspec.models.registry import model_weights
+from amkspec.models.registry import eager_weights, model_weights
 from amkspec.vm import Policy, ReferenceVM
 
 
@@ -184,12 +184,13 @@ def greedy_decode(
     if any(not 0 <= t < m.vocab for r in rows for t in r):
         raise LoweringError(f"prompt tokens must lie in [0, {m.vocab})")
     w: Mapping[str, Any] = model_weights(m) if weights is None else weights
-    eager_w = w
+    eager_w: Mapping[str, Any] = w
     layout: QuantSpec | NativeQuant | None = quant
     if quant is not None:
         w, eager_w = quantize_weights(m, {k: torch.as_tensor(v) for k, v in w.items()}, quant)
     elif any(isinstance(v, QuantTensor) for v in w.values()):
-        eager_w = dequantized_weights(w)
+        if eager:
+            eager_w = eager_weights(m) if weights is None else dequantized_weights(w)
         layout, w = native_weights(w)
     ref = EagerDecoder(m, eager_w, dtype) if eager else None
     gen = Generation(m, w, config=config, target=target, dtype=dtype, batch=len(rows), quant=layout,

@@ -22,7 +22,7 @@ from amkspec.lower.pages import allocate_pages
 from amkspec.lower.sm_assign import assign_sms
 from amkspec.models.config import ModelConfig
 from amkspec.models.quant import NativeQuant, QuantSpec
-from amkspec.models.registry import UnknownModel, resolve
+from amkspec.models.registry import UnknownModel, model_layout, resolve
 
 LOWERABLE_DTYPES = (DType.F32, DType.F16, DType.BF16)
 
@@ -114,8 +114,14 @@ def lower(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str |
     tgt = resolve_target(target)
     dtype, quant = _dtype(dtype), _quant(quant)
     _check(m, pos, dtype, B)
+    if m.native_quant:
+        if isinstance(quant, QuantSpec):
+            raise LoweringError(f"model {m.name!r} keeps its checkpoint's quantized tensors: dequantize it "
+                                "(--dequantize) to quantize it again")
+        quant = quant if quant is not None else model_layout(m)
     if quant is not None and B > 1:
-        raise LoweringError("quantized lowering supports one sequence only (B = 1)")
+        hint = " (--dequantize runs the checkpoint in float32)" if m.native_quant else ""
+        raise LoweringError(f"quantized lowering supports one sequence only (B = 1){hint}")
     if isinstance(quant, NativeQuant) and quant.unsupported(m):
         raise LoweringError(f"cannot store {', '.join(quant.unsupported(m)[:3])} quantized: only the "
                             "projections, embed.weight and lm_head.weight of the model can be")

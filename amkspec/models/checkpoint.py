@@ -2,8 +2,10 @@
 checkpoints").
 
 A GGUF file (:mod:`amkspec.models.gguf_import`) or an HF directory (:mod:`amkspec.models.hf_import`)
-becomes a :class:`Checkpoint`: the :class:`~amkspec.models.ModelConfig`, the float32 state dict (the
-keys of :meth:`ModelConfig.weight_shapes`; a tied model holds its table once) and the tokenizer.
+becomes a :class:`Checkpoint`: the :class:`~amkspec.models.ModelConfig`, the state dict (the keys of
+:meth:`ModelConfig.weight_shapes`; a tied model holds its table once) and the tokenizer. A GGUF
+file's Q4_1 and Q8_0 tensors stay as they are stored (``config.native_quant``: the native path,
+spec §7.9) unless ``dequantize``; every other weight is float32.
 Built-in names (:data:`BUILTIN_CHECKPOINTS`) resolve to a file an installed package ships, found
 through the package's installed-files record without importing it.
 """
@@ -13,11 +15,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import torch
 
 from amkspec.models.config import ModelConfig
+from amkspec.models.quant import NATIVE_FORMATS, NativeQuant
 from amkspec.models.refusals import CheckpointRefused
 from amkspec.models.tokenizer import TokenizerRef
 
@@ -51,8 +55,10 @@ class Import:
     tokenizer: TokenizerRef
     format: str
     tensor_types: dict[str, str]
-    read: Callable[[Callable[[str], None] | None], dict[str, torch.Tensor]]
-    weights: dict[str, torch.Tensor] | None = None
+    read: Callable[[Callable[[str], None] | None, bool], dict[str, Any]]
+    """``read(on_tensor, keep_native)`` → the state dict (float32, or native quantized tensors kept)."""
+    weights: dict[bool, dict[str, Any]] = attrs.Factory(dict)
+    """The state dicts read so far, by ``keep_native``."""
 
 
 @attrs.frozen(eq=False)
@@ -83,15 +89,31 @@ class Checkpoint:
         return self.source.config.max_seq
 
     @property
-    def weights(self) -> dict[str, torch.Tensor]:
-        """The float32 state dict (keys of :meth:`ModelConfig.weight_shapes`)."""
+    def layout(self) -> NativeQuant | None:
+        """The native quantized formats the program stores (None when ``config.native_quant`` is off
+        or nothing is Q4_1 / Q8_0): read from the stored types, no weight is read."""
+        formats = {k: NATIVE_FORMATS[t] for k, t in self.tensor_types.items() if t in NATIVE_FORMATS}
+        return NativeQuant(formats) if self.config.native_quant and formats else None
+
+    @property
+    def weights(self) -> dict[str, Any]:
+        """The state dict (keys of :meth:`ModelConfig.weight_shapes`): float32 tensors, and with
+        ``config.native_quant`` each Q4_1 / Q8_0 tensor as its :class:`~amkspec.models.quant.QuantTensor`."""
         return self.read_weights()
 
-    def read_weights(self, on_tensor: Callable[[str], None] | None = None) -> dict[str, torch.Tensor]:
-        """The state dict, read now if not yet; ``on_tensor`` is called with each tensor's name."""
-        if self.source.weights is None:
-            self.source.weights = self.source.read(on_tensor)
-        return self.source.weights
+    @property
+    def float_weights(self) -> dict[str, torch.Tensor]:
+        """Every weight as its float32 dequantization (what the eager model computes with)."""
+        return self.read_weights(native=False)
+
+    def read_weights(self, on_tensor: Callable[[str], None] | None = None, *, native: bool | None = None
+                     ) -> dict[str, Any]:
+        """The state dict (``native``: keep the native quantized tensors; default
+        ``config.native_quant``), read now if not yet; ``on_tensor`` is called per tensor read."""
+        keep = self.config.native_quant if native is None else native
+        if keep not in self.source.weights:
+            self.source.weights[keep] = self.source.read(on_tensor, keep)
+        return self.source.weights[keep]
 
 
 def builtin_path(name: str) -> Path:
@@ -130,11 +152,12 @@ def checkpoint_format(path: Path) -> str:
 
 
 def load_checkpoint(path: str | os.PathLike[str], *, name: str | None = None,
-                    max_seq: int = DEFAULT_MAX_SEQ) -> Checkpoint:
+                    max_seq: int = DEFAULT_MAX_SEQ, dequantize: bool = False) -> Checkpoint:
     """Import the GGUF file or HF directory at ``path`` (see the module doc); refusals raise
     :class:`~amkspec.models.refusals.CheckpointRefused` (those of the tensors when the weights are
     read). ``name``: the model's name (default: the file or directory name); ``max_seq``: KV-cache
-    rows, at most the checkpoint's context length."""
+    rows, at most the checkpoint's context length; ``dequantize``: store every weight as float32,
+    also the GGUF tensors the native path keeps as Q4_1 / Q8_0 (``config.native_quant`` off)."""
     where = Path(path).resolve()
     if not where.exists():
         raise CheckpointRefused(str(path), "unreadable", "no such file or directory")
@@ -147,7 +170,8 @@ def load_checkpoint(path: str | os.PathLike[str], *, name: str | None = None,
     found = _IMPORTS[key]
     if type(max_seq) is not int or max_seq < 1:
         raise CheckpointRefused(str(path), "config", f"max_seq must be a positive integer, got {max_seq!r}")
-    config = attrs.evolve(found.config, name=name or where.name, max_seq=min(found.config.max_seq, max_seq))
+    config = attrs.evolve(found.config, name=name or where.name, max_seq=min(found.config.max_seq, max_seq),
+                          native_quant=found.config.native_quant and not dequantize)
     return Checkpoint(config, found)
 
 
@@ -166,7 +190,8 @@ def _gguf(where: Path) -> Import:
     keys = gguf_import.tensor_keys(config.n_layers)
     types = {keys.get(t.name, t.name): t.tensor_type.name for t in reader.tensors}
     return Import(config, gguf_tokenizer(gguf_import.Meta(reader, str(where)).get), "gguf", types,
-                  lambda on_tensor: gguf_import.read_weights(reader, config, str(where), on_tensor))
+                  lambda on_tensor, keep: gguf_import.read_weights(reader, config, str(where), on_tensor,
+                                                                   keep_native=keep))
 
 
 def _hf(where: Path) -> Import:
@@ -177,4 +202,4 @@ def _hf(where: Path) -> Import:
     config = hf_import.read_config(cfg, str(where), where.name, f"hf:{where.name}")
     types = hf_import.stored_types(where, config, str(where))
     return Import(config, hf_tokenizer(where), "hf", types,
-                  lambda on_tensor: hf_import.read_weights(where, config, str(where), on_tensor))
+                  lambda on_tensor, _: hf_import.read_weights(where, config, str(where), on_tensor))

@@ -30,6 +30,9 @@ class ModelConfig:
     """The lm head is the token embedding (tied embeddings): one table, stored and bound once."""
     checkpoint: str | None = None
     """The checkpoint file or directory the weights come from (None: deterministic weights)."""
+    native_quant: bool = False
+    """The checkpoint's Q4_1 / Q8_0 tensors are stored as they are (spec §7.9): :func:`~amkspec.lower.lower`
+    lowers them quantized. False: every weight is its float32 dequantization."""
 
     def __attrs_post_init__(self) -> None:
         if min(self.vocab, self.hidden, self.n_layers, self.n_heads, self.n_kv_heads, self.head_dim,

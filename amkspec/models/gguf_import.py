@@ -2,10 +2,12 @@
 checkpoints").
 
 The metadata gives the :class:`~amkspec.models.ModelConfig`; every tensor is dequantized to float32
-with ``gguf.quants.dequantize`` (so each weight is exactly ``gguf``'s value); the rows of q and k are
-un-permuted (llama.cpp's converter interleaves the two halves of each head for its own RoPE; the
-template's RoPE is rotate-half); a file without an ``output`` tensor ties the lm head to the token
-embedding. Anything the template cannot express is refused (:data:`~amkspec.models.refusals.REFUSALS`).
+with ``gguf.quants.dequantize`` (so each weight is exactly ``gguf``'s value), or, for the native
+path, each Q4_1 / Q8_0 tensor kept as it is stored (:mod:`amkspec.models.ggml_blocks`, spec §7.9);
+the rows of q and k are un-permuted (llama.cpp's converter interleaves the two halves of each head
+for its own RoPE; the template's RoPE is rotate-half); a file without an ``output`` tensor ties the
+lm head to the token embedding. Anything the template cannot express is refused
+(:data:`~amkspec.models.refusals.REFUSALS`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 import torch
 
 from amkspec.models.config import ModelConfig
+from amkspec.models.ggml_blocks import from_reader_tensor
+from amkspec.models.quant import NATIVE_FORMATS, QuantTensor
 from amkspec.models.refusals import CheckpointRefused
 
 READABLE_FLOATS = ("F32", "F16", "BF16")
@@ -128,8 +132,10 @@ def read_config(reader: Any, where: str, name: str, source: str) -> ModelConfig:
             "rms_eps": meta.number(key(gguf.Keys.Attention.LAYERNORM_RMS_EPS), 1e-5),
             "rope_theta": meta.number(key(gguf.Keys.Rope.FREQ_BASE), 10000.0), "max_seq": context}
     tied = not any(t.name == "output.weight" for t in reader.tensors)
+    native = any(t.tensor_type.name in NATIVE_FORMATS for t in reader.tensors)
     try:
-        return ModelConfig(name, **dims, source=source, tied=tied, checkpoint=str(Path(where)))
+        return ModelConfig(name, **dims, source=source, tied=tied, checkpoint=str(Path(where)),
+                           native_quant=native)
     except ValueError as exc:
         raise CheckpointRefused(where, "config", str(exc)) from None
 
@@ -149,9 +155,18 @@ def dequantized(tensor: Any, where: str) -> torch.Tensor:
     return torch.from_numpy(values if values.flags.writeable else values.copy())
 
 
-def read_weights(reader: Any, config: ModelConfig, where: str,
-                 on_tensor: Callable[[str], None] | None = None) -> dict[str, torch.Tensor]:
-    """The float32 state dict of a GGUF file, in :meth:`ModelConfig.weight_shapes` order."""
+def native(tensor: Any, where: str) -> QuantTensor:
+    """A Q4_1 / Q8_0 GGUF tensor as the native quantized weight (:mod:`amkspec.models.ggml_blocks`)."""
+    try:
+        return from_reader_tensor(tensor)
+    except ValueError as exc:
+        raise CheckpointRefused(where, "tensor-type", f"tensor {tensor.name}: {exc}") from None
+
+
+def read_weights(reader: Any, config: ModelConfig, where: str, on_tensor: Callable[[str], None] | None = None,
+                 *, keep_native: bool = False) -> dict[str, Any]:
+    """The state dict of a GGUF file, in :meth:`ModelConfig.weight_shapes` order: float32 tensors,
+    or with ``keep_native`` each Q4_1 / Q8_0 tensor as its :class:`~amkspec.models.quant.QuantTensor`."""
     names = tensor_keys(config.n_layers)
     shapes = config.weight_shapes()
     weights: dict[str, torch.Tensor] = {}
@@ -164,13 +179,15 @@ def read_weights(reader: Any, config: ModelConfig, where: str,
         if name not in names:
             raise CheckpointRefused(where, "unexpected-tensor", f"tensor {name}")
         key = names[name]
-        value = dequantized(tensor, where)
+        kept = keep_native and tensor.tensor_type.name in NATIVE_FORMATS
+        value: Any = native(tensor, where) if kept else dequantized(tensor, where)
         if tuple(value.shape) != shapes[key]:
             raise CheckpointRefused(where, "shape", f"tensor {name} is {tuple(value.shape)}, expected "
                                     f"{shapes[key]}")
         if key.endswith(("q_proj.weight", "k_proj.weight")):
             heads = config.n_heads if key.endswith("q_proj.weight") else config.n_kv_heads
-            value = unpermute_rows(value, heads)
+            rows = unpermute_rows(torch.arange(value.shape[0])[:, None], heads)[:, 0].numpy()
+            value = value.take_rows(rows) if kept else value[torch.from_numpy(rows)]
         weights[key] = value
         if on_tensor is not None:
             on_tensor(name)

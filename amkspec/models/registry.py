@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from amkspec.ir import AmkspecError, DType
 from amkspec.models.checkpoint import BUILTIN_CHECKPOINTS, Checkpoint, builtin_path, load_checkpoint
 from amkspec.models.config import MODELS, ModelConfig
+from amkspec.models.quant import NativeQuant
 from amkspec.models.tokenizer import TokenizerRef
 from amkspec.models.weights import make_weights, torch_dtype
 
@@ -54,14 +56,16 @@ def checkpoint_of(config: ModelConfig) -> Checkpoint | None:
     """The checkpoint a config was imported from (None for a preset)."""
     if config.checkpoint is None:
         return None
-    return load_checkpoint(config.checkpoint, name=config.name, max_seq=config.max_seq)
+    return load_checkpoint(config.checkpoint, name=config.name, max_seq=config.max_seq,
+                           dequantize=not config.native_quant)
 
 
 def model_weights(config: ModelConfig, dtype: DType | None = None,
-                  on_tensor: Callable[[str], None] | None = None) -> dict[str, torch.Tensor]:
+                  on_tensor: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The weights ``config``'s model runs with: a preset's deterministic ones (:func:`make_weights`),
-    or its checkpoint's (float32, shared: never change them; ``on_tensor`` is called per tensor read),
-    converted to ``dtype`` when given."""
+    or its checkpoint's (shared: never change them; ``on_tensor`` is called per tensor read):
+    float32 tensors, and with ``config.native_quant`` the Q4_1 / Q8_0 ones as
+    :class:`~amkspec.models.quant.QuantTensor`. Float tensors are converted to ``dtype`` when given."""
     found = checkpoint_of(config)
     if found is None:
         return make_weights(config, dtype)
@@ -69,7 +73,20 @@ def model_weights(config: ModelConfig, dtype: DType | None = None,
     if dtype is None or dtype is DType.F32:
         return weights
     target = torch_dtype(dtype)
-    return {k: v.to(target) for k, v in weights.items()}
+    return {k: v.to(target) if isinstance(v, torch.Tensor) else v for k, v in weights.items()}
+
+
+def eager_weights(config: ModelConfig) -> dict[str, torch.Tensor]:
+    """Every weight of ``config``'s model as float32 (a checkpoint's quantized tensors as their exact
+    dequantization): what the eager model computes with."""
+    found = checkpoint_of(config)
+    return make_weights(config) if found is None else found.float_weights
+
+
+def model_layout(config: ModelConfig) -> NativeQuant | None:
+    """The native quantized formats ``config``'s program stores (:attr:`Checkpoint.layout`), or None."""
+    found = checkpoint_of(config) if config.native_quant else None
+    return None if found is None else found.layout
 
 
 def model_tokenizer(config: ModelConfig) -> TokenizerRef:

@@ -267,10 +267,11 @@ class Evaluator:
         """The model's weights and the eager logits of the probe token at position 0."""
         if self._reference is None:
             from amkspec.models import EagerDecoder
-            from amkspec.models.registry import model_weights
+            from amkspec.models.quant import native_weights
+            from amkspec.models.registry import eager_weights, model_weights
 
-            weights = model_weights(self.model)
-            logits = EagerDecoder(self.model, weights).prefill([self.token])[-1:]
+            weights = native_weights(model_weights(self.model))[1]  # a native checkpoint's arrays
+            logits = EagerDecoder(self.model, eager_weights(self.model)).prefill([self.token])[-1:]
             self._reference = (weights, logits)
         return self._reference
 

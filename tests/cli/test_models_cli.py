@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -112,3 +113,33 @@ def test_info_propose_evaluate_and_search_take_a_checkpoint(ckpt: Path, tmp_path
     kept = [r.split("\t") for r in rows if "\tkept\t" in r or "\tkeep\t" in r]
     assert kept and all(r[4] == "True" for r in kept)
     assert json.loads(out)["statuses"]["kept"] >= 1
+
+
+@pytest.fixture(scope="module")
+def gguf_ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny.write_gguf(tmp_path_factory.mktemp("cli") / "tiny.gguf")
+
+
+def test_a_gguf_runs_natively_unless_dequantized(gguf_ckpt: Path, tmp_path: Path) -> None:
+    golden = json.loads((ROOT / "tests" / "fixtures" / "real" / "tiny-gguf.golden.json").read_text())
+    row = golden["prompts"][0]
+    reports = []
+    for extra in ([], ["--dequantize"]):
+        code, out, err = _invoke("decode", "--checkpoint", str(gguf_ckpt), "--prompt", row["text"],
+                                 "--tokens", "3", "--json", *extra)
+        assert code == 0, err
+        reports.append(json.loads(out))
+    assert reports[0]["new_ids"] == reports[1]["new_ids"] == row["new_ids"][:3]
+    native, dense = (amkspec.loads(_invoke("lower", "--checkpoint", str(gguf_ckpt), *extra)[1])
+                     for extra in ([], ["--dequantize"]))
+    assert native.meta["quant"] == {"native": {"Q4_1": 14, "Q8_0": 1}} and "quant" not in dense.meta
+    assert native.meta["weight_bytes"] < dense.meta["weight_bytes"] / 4
+    out = tmp_path / "w.npz"
+    assert _invoke("weights", "--checkpoint", str(gguf_ckpt), "-o", str(out))[0] == 0
+    with np.load(out) as stored:
+        assert stored["embed.weight"].dtype == np.int8 and "embed.weight.scales" in stored.files
+    code, _, err = _invoke("lower", "--checkpoint", str(gguf_ckpt), "--quant", "4")
+    assert code == 2 and "--dequantize" in err
+    code, _, err = _invoke("lower", "--checkpoint", str(gguf_ckpt), "--batch", "2")
+    assert code == 2 and "--dequantize" in err
+    assert _invoke("lower", "--checkpoint", str(gguf_ckpt), "--batch", "2", "--dequantize")[0] == 0

@@ -21,6 +21,7 @@ from amkspec.cli import main
 from amkspec.lower import lower
 from amkspec.models.checkpoint import load_checkpoint
 from amkspec.models.gguf_import import unpermute_rows
+from amkspec.models.quant import QuantTensor
 from amkspec.models.refusals import REFUSALS, CheckpointRefused
 from amkspec.models.registry import resolve
 from tests.models import tiny
@@ -72,27 +73,39 @@ def test_gguf_matches_the_hf_directory_of_the_same_weights(tmp_path: Path) -> No
 
 
 def test_gguf_weights_are_ggufs_own_dequantization(tmp_path: Path) -> None:
+    """The float path is gguf's dequantization; the native path keeps Q4_1/Q8_0 tensors whose own
+    dequantization is the same, bit for bit, with q/k rows put back the same way."""
     path = tiny.write_gguf(tmp_path / "q.gguf")
     ck = load_checkpoint(path)
+    assert ck.config.native_quant and not load_checkpoint(path, dequantize=True).config.native_quant
     assert ck.tensor_types["layers.0.attn.q_proj.weight"] == "Q4_1"
     assert ck.tensor_types["embed.weight"] == "Q8_0"
     reader = gguf.GGUFReader(path)
     raw = {t.name: gguf.quants.dequantize(t.data, t.tensor_type) for t in reader.tensors}
-    assert np.array_equal(ck.weights["layers.1.mlp.down_proj.weight"].numpy(), raw["blk.1.ffn_down.weight"])
-    assert np.array_equal(ck.weights["embed.weight"].numpy(), raw["token_embd.weight"])
+    floats = ck.float_weights
+    assert np.array_equal(floats["layers.1.mlp.down_proj.weight"].numpy(), raw["blk.1.ffn_down.weight"])
+    assert np.array_equal(floats["embed.weight"].numpy(), raw["token_embd.weight"])
     q = unpermute_rows(torch.from_numpy(raw["blk.0.attn_q.weight"]), 4)
-    assert torch.equal(ck.weights["layers.0.attn.q_proj.weight"], q)
+    assert torch.equal(floats["layers.0.attn.q_proj.weight"], q)
+    native = ck.weights
+    assert {k for k, v in native.items() if isinstance(v, QuantTensor)} == set(ck.layout.formats)  # type: ignore[union-attr]
+    for key, value in native.items():
+        got = value.dequantize() if isinstance(value, QuantTensor) else value
+        assert np.array_equal(got.numpy().view(np.uint32), floats[key].numpy().view(np.uint32)), key
 
 
-def test_tied_table_is_one_buffer_counted_once(tmp_path: Path) -> None:
-    tied = load_checkpoint(tiny.write_gguf(tmp_path / "t.gguf")).config
-    untied = load_checkpoint(tiny.write_gguf(tmp_path / "u.gguf", tied=False)).config
+@pytest.mark.parametrize("dequantize", [False, True])
+def test_tied_table_is_one_buffer_counted_once(tmp_path: Path, dequantize: bool) -> None:
+    tied = load_checkpoint(tiny.write_gguf(tmp_path / "t.gguf"), dequantize=dequantize).config
+    untied = load_checkpoint(tiny.write_gguf(tmp_path / "u.gguf", tied=False), dequantize=dequantize).config
     a, b = lower(tied), lower(untied)
-    table = [buf for buf in a.buffers if buf.source == "embed.weight"]
-    assert len(table) == 1 and not any(buf.source == "lm_head.weight" for buf in a.buffers)
-    users = {t.op.name for t in a.tasks if table[0].id in t.inputs}
-    assert users == {"EMBED", "GEMV_TILE"}
-    assert b.meta["weight_bytes"] - a.meta["weight_bytes"] == table[0].nbytes
+    table = [buf for buf in a.buffers if buf.name.startswith("embed.weight")]
+    assert len(table) == (1 if dequantize else 2)  # the native Q8_0 table: levels and scales
+    assert not any(buf.name.startswith("lm_head") for buf in a.buffers)
+    for buf in table:
+        users = {t.op.name for t in a.tasks if buf.id in t.inputs}
+        assert users == {"EMBED", "GEMV_TILE"}
+    assert b.meta["weight_bytes"] - a.meta["weight_bytes"] == sum(buf.nbytes for buf in table)
     assert a.meta["weight_bytes"] == a.total_weight_bytes()
 
 

@@ -1,7 +1,8 @@
 """The real-checkpoint oracle, offline: amkspec's decode against transformers' greedy ids and top-k
 logits recorded in ``tests/fixtures/real/*.golden.json`` by ``tools/make_real_golden.py``.
 
-Token for token on the ReferenceVM and the megakernel's CPU build; the top-k logits within
+Token for token on the ReferenceVM and the megakernel's CPU build, with a GGUF file's Q4_1 / Q8_0
+tensors run natively (the default) and dequantized; the top-k logits within
 :data:`amkspec.models.oracle.REFERENCE_TOLERANCE`; the tokenizers' ids and text exactly. The tiny
 checkpoints (``tests/models/tiny.py``) are written again and must be the very files the golden was
 made from (their SHA-256). SmolLM2-135M runs the coarse schedule (one tile per projection) for CI time.
@@ -67,18 +68,33 @@ def tiny_hf(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
 
 
 @pytest.fixture(scope="module")
-def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Checkpoint:
+def tiny_gguf_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tiny.write_gguf(tmp_path_factory.mktemp("real") / "tiny.gguf")
     assert sha256(path) == golden("tiny-gguf")["sha256"], \
         "the tiny GGUF checkpoint changed: regenerate its golden with tools/make_real_golden.py"
-    return load_checkpoint(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tiny_gguf_path: Path) -> Checkpoint:
+    return load_checkpoint(tiny_gguf_path)
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf_dequantized(tiny_gguf_path: Path) -> Checkpoint:
+    return load_checkpoint(tiny_gguf_path, dequantize=True)
 
 
 @pytest.fixture(scope="module")
 def smollm2() -> Checkpoint:
     ck = load_checkpoint(builtin_path("smollm2-135m"), name="smollm2-135m")
-    assert ck.weights  # read once for the module
+    assert ck.config.native_quant and ck.weights  # read once for the module
     return ck
+
+
+@pytest.fixture(scope="module")
+def smollm2_dequantized(smollm2: Checkpoint) -> Checkpoint:
+    return load_checkpoint(builtin_path("smollm2-135m"), name="smollm2-135m", dequantize=True)
 
 
 @pytest.mark.parametrize("name", ["tiny-hf", "tiny-gguf", "smollm2-135m"])
@@ -91,27 +107,40 @@ def test_tokenizer_matches_transformers(name: str, request: pytest.FixtureReques
         assert ck.tokenizer.encode(row["text"]) == row["prompt_ids"]
 
 
-@pytest.mark.parametrize("fixture", ["tiny_hf", "tiny_gguf"])
+TINY = ["tiny_hf", "tiny_gguf", "tiny_gguf_dequantized"]
+
+
+def _golden_of(fixture: str) -> dict[str, Any]:
+    return golden("-".join(fixture.split("_")[:2]))
+
+
+@pytest.mark.parametrize("fixture", TINY)
 def test_tiny_checkpoints_match_transformers(fixture: str, request: pytest.FixtureRequest) -> None:
     ck = request.getfixturevalue(fixture)
-    for row in golden(fixture.replace("_", "-"))["prompts"]:
+    assert ck.config.native_quant == (fixture == "tiny_gguf")
+    for row in _golden_of(fixture)["prompts"]:
         check_prompt(ck, row, len(row["new_ids"]))
 
 
-@pytest.mark.parametrize("fixture", ["tiny_hf", "tiny_gguf"])
+@pytest.mark.parametrize("fixture", TINY)
 def test_tiny_checkpoints_on_the_megakernel(fixture: str, request: pytest.FixtureRequest) -> None:
     ck = request.getfixturevalue(fixture)
-    row = golden(fixture.replace("_", "-"))["prompts"][0]
-    check_prompt(ck, row, 3, make_vm=megakernel)
+    check_prompt(ck, _golden_of(fixture)["prompts"][0], 3, make_vm=megakernel)
 
 
-def test_smollm2_matches_transformers_on_the_reference_vm(smollm2: Checkpoint) -> None:
+def test_smollm2_native_on_the_reference_vm(smollm2: Checkpoint) -> None:
+    row = golden("smollm2-135m")["prompts"][0]
+    check_prompt(smollm2, row, len(row["new_ids"]), config=coarse_config())
+
+
+def test_smollm2_dequantized_on_the_reference_vm(smollm2_dequantized: Checkpoint) -> None:
     rows = golden("smollm2-135m")["prompts"]
-    check_prompt(smollm2, rows[0], len(rows[0]["new_ids"]), config=coarse_config())
-    check_prompt(smollm2, rows[2], 3, config=coarse_config())
+    check_prompt(smollm2_dequantized, rows[0], len(rows[0]["new_ids"]), config=coarse_config())
+    check_prompt(smollm2_dequantized, rows[2], 3, config=coarse_config())
 
 
-def test_smollm2_matches_transformers_on_the_megakernel(smollm2: Checkpoint) -> None:
+@pytest.mark.parametrize("fixture", ["smollm2", "smollm2_dequantized"])
+def test_smollm2_on_the_megakernel(fixture: str, request: pytest.FixtureRequest) -> None:
     row = golden("smollm2-135m")["prompts"][1]
     assert len(row["prompt_ids"]) == 1
-    check_prompt(smollm2, row, 2, make_vm=megakernel, config=coarse_config())
+    check_prompt(request.getfixturevalue(fixture), row, 2, make_vm=megakernel, config=coarse_config())
