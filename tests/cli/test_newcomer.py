@@ -30,7 +30,9 @@ def one_error(result: Result, code: int = 2) -> str:
 
 
 @pytest.mark.parametrize("args", [("explain", REJECTED, "--png"), ("fmt", ACCEPTED, "-o")])
-def test_writing_into_a_missing_directory_names_the_destination(tmp_path: Path, args: tuple[str, ...]) -> None:
+def test_writing_into_a_missing_directory_names_the_destination(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
     target = tmp_path / "missing" / "x.png"
     line = one_error(run(*args, str(target)))
     assert f"{target}: " in line and f"its directory {target.parent} does not exist" in line
@@ -64,3 +66,41 @@ def test_finding_numbers_say_they_start_at_1_with_plurals_right(tmp_path: Path) 
     line = one_error(run("explain", ACCEPTED, "--png", str(tmp_path / "x.png"), "--finding", "6"))
     assert line.endswith("the program has 5 proofs")
     assert not re.search(r"\b1 (errors|findings)\b", line)
+
+
+def _d204_program() -> str:
+    """The conformance kit's D204 case: embed waits on the residual, which waits on the embed
+    (directly, and through proj[t0]); proj[t1] is blocked without being on the cycle."""
+    from amkspec.ir import BufferKind, DType, InstructionKind, ProgramBuilder, dumps
+
+    k, act = InstructionKind, BufferKind.ACTIVATION
+    b = ProgramBuilder()
+    ids, table = b.new_buffer("ids", BufferKind.IO_INPUT, DType.I32, (1,)), b.new_buffer(
+        "table", BufferKind.WEIGHT, DType.F32, (8, 16))
+    x, h, y = (b.new_buffer(n, act, DType.F32, (1, 16)) for n in ("x", "h", "y"))
+    w = b.new_buffer("w", BufferKind.WEIGHT, DType.F32, (16, 16))
+    c0, c1, c2 = b.new_counter("embed"), b.new_counter("proj"), b.new_counter("residual")
+    b.add_task(k.EMBED, [ids, table], [x], out_counter=c0, waits=[(c2, 1)], params={"hidden": 16},
+               label="embed")
+    for t in range(2):
+        b.add_task(k.GEMV_TILE, [x, w], [h], out_counter=c1, waits=[(c0, 1)],
+                   params={"N": 16, "K": 16, "N_tile": 8, "n_off": 8 * t}, label=f"proj[t{t}]")
+    b.add_task(k.ADD, [x, h], [y], out_counter=c2, waits=[(c0, 1), (c1, 2)], label="residual")
+    return dumps(b.build())
+
+
+def test_the_cycle_picture_draws_the_cycle(tmp_path: Path) -> None:
+    from tests.viz.helpers import element, ids, parse_svg, texts
+
+    prog, svg = tmp_path / "d204.json", tmp_path / "d204.svg"
+    prog.write_text(_d204_program())
+    result = run("explain", str(prog), "--svg", str(svg))
+    assert result.exit_code == 1 and "D204" in result.stdout
+    root = parse_svg(svg.read_text())
+    found, words = ids(root), texts(root)
+    assert "deadlock: wait cycle 0:embed → 1:proj[t0] → 3:residual → 0:embed" in words, words
+    edges = {"0-1": "c0", "1-3": "c1", "3-0": "c2"}
+    for edge, via in edges.items():  # arrows along the cycle, each label on its own edge
+        assert f"cycle-edge-{edge}" in found
+        assert "".join(element(root, f"cycle-edge-{edge}-label").itertext()).strip() == via
+    assert not {i for i in found if i.startswith("wait-")}, "arrows off the cycle converge on the residual"

@@ -65,6 +65,6 @@ def single_values(case: EdgeCase) -> list[EdgeCase]:
     if case.kind not in (K.GELU, K.SILU_MUL, K.COPY):
         return []
     return [
-        EdgeCase(case.kind, (x,), (y,), case.rule, case.dtype, None if case.other is None else (case.other[i],))
-        for i, (x, y) in enumerate(zip(case.x, case.out, strict=True))
+        EdgeCase(case.kind, (x,), (y,), case.rule, case.dtype, None if case.other is None else (up,))
+        for x, y, up in zip(case.x, case.out, case.other or case.x, strict=True)
     ]

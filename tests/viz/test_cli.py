@@ -46,7 +46,8 @@ def test_explain_writes_a_report_that_shows_the_race(tmp_path: Path) -> None:
 def test_explain_picks_a_finding_and_refuses_what_does_not_exist(tmp_path: Path) -> None:
     src = str(EXAMPLES / "rejected_partial_join.json")
     html = tmp_path / "a.html"
-    code, _, err = run("explain", src, "--svg", str(tmp_path / "a.svg"), "--finding", "2", "--html", str(html))
+    svg = str(tmp_path / "a.svg")
+    code, _, err = run("explain", src, "--svg", svg, "--finding", "2", "--html", str(html))
     assert code == 2 and err.count("\n") == 1
     assert "there is no finding 2: findings are numbered from 1 and the program has 1 finding" in err
     assert not html.exists() and not (tmp_path / "a.svg").exists()  # refused before writing anything
