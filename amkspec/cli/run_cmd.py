@@ -66,7 +66,8 @@ def _quant(bits: str | None, group: int) -> Any:
 
 
 def read_config(path: str | None) -> dict[str, Any] | None:
-    """The ScheduleConfig document of a JSON file: the config object itself, or a program's ``config``.
+    """The ScheduleConfig document of a JSON file (:func:`amkspec.lower.knobs.config_document`: the
+    config object itself, a program's ``config``, or the ``schedule_config`` of ``amkspec propose``).
 
     The document is returned as written: :func:`amkspec.lower.lower` judges it with the knob checks
     (:func:`amkspec.lower.knobs.require_valid`), as ``evaluate`` and the JSON Schema do, so a wrong
@@ -74,9 +75,9 @@ def read_config(path: str | None) -> dict[str, Any] | None:
     """
     if path is None:
         return None
-    doc = read_json_file(path, "a JSON config")
-    if isinstance(doc, dict) and "tasks" in doc:
-        doc = doc.get("config")
+    from amkspec.lower.knobs import config_document
+
+    doc = config_document(read_json_file(path, "a JSON config"))
     if not isinstance(doc, dict):
         fail(f"{path}: expected a ScheduleConfig object")
     return doc

@@ -4,12 +4,16 @@ user named."""
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from amkspec.cli import main
 from tests.conftest import EXAMPLES
@@ -104,3 +108,55 @@ def test_the_cycle_picture_draws_the_cycle(tmp_path: Path) -> None:
         assert f"cycle-edge-{edge}" in found
         assert "".join(element(root, f"cycle-edge-{edge}-label").itertext()).strip() == via
     assert not {i for i in found if i.startswith("wait-")}, "arrows off the cycle converge on the residual"
+
+
+def _evaluate(tmp: Path, document: str, *extra: str) -> tuple[Result, dict[str, Any]]:
+    cfg = tmp / "cfg.json"
+    cfg.write_text(document)
+    result = run("evaluate", "toy", "--target", "h100", "--config", str(cfg), *extra)
+    return result, json.loads(result.stdout) if result.stdout else {}
+
+
+def test_proposes_output_is_a_config_evaluate_and_lower_take(tmp_path: Path) -> None:
+    """One format: what ``propose`` prints is what ``evaluate --config`` and ``lower --config`` read."""
+    proposal = run("propose", "toy", "--target", "h100")
+    assert proposal.exit_code == 0
+    result, verdict = _evaluate(tmp_path, proposal.stdout)
+    assert result.exit_code == 0 and verdict["valid"] and verdict["correct"], verdict
+    assert verdict["schedule_id"] == json.loads(proposal.stdout)["schedule_id"]
+    lowered = run("lower", "toy", "--target", "h100", "--config", str(tmp_path / "cfg.json"))
+    assert lowered.exit_code == 0 and len(json.loads(lowered.stdout)["tasks"]) == verdict["tasks"]
+
+
+_STRICT_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**80), 2**80), st.floats(allow_nan=False,
+              allow_infinity=False), st.text(max_size=6)),
+    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=6), kids, max_size=3)),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(_STRICT_JSON, st.sampled_from([None, [], [1, 2], 3, "x", {"tiling": [None]}])))
+def test_evaluate_judges_any_json_value_as_a_config(tmp_path: Path, doc: Any) -> None:
+    """The loop contract: evaluate never crashes; a malformed config is a valid=false verdict with a
+    rejected_reason (exit 1), whatever JSON value the file holds."""
+    result, verdict = _evaluate(tmp_path, json.dumps(doc))
+    assert result.exit_code in (0, 1) and result.stderr == "", result.stderr
+    assert verdict["valid"] == (result.exit_code == 0) == verdict["correct"]
+    if not verdict["valid"]:
+        assert verdict["failure"] == "rejected" and verdict["rejected_reason"] and verdict["rejected_codes"]
+
+
+def test_the_distance_from_the_roofline_reads_as_what_it_is() -> None:
+    """``latency_over_bound`` = latency / HBM floor (≥ 1), not a "percentage" of 34495."""
+    from amkspec.search.verdict import Verdict
+
+    result = run("evaluate", "toy-2L", "--target", "h100")
+    verdict = json.loads(result.stdout)
+    assert result.exit_code == 0 and "pct_of_roofline" not in verdict and verdict["verdict_version"] == 2
+    assert verdict["latency_over_bound"] == pytest.approx(verdict["latency_us"] / verdict["bound_us"], rel=1e-3)
+    assert verdict["latency_over_bound"] >= 1
+    old = {k: v for k, v in verdict.items() if k not in ("latency_over_bound", "verdict_version")}
+    old["pct_of_roofline"] = verdict["latency_over_bound"] * 100  # a version-1 verdict from a search cache
+    assert Verdict.from_dict(old).latency_over_bound == pytest.approx(verdict["latency_over_bound"])
