@@ -203,9 +203,19 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None
     return None
 
 
+NO_CONFIG_NOTE = (
+    "amkspec: note: no --config: the original's auto tiling (GEMV tiles of 32 columns, no fusion, SM "
+    "placement or pages); evaluate, search and propose start from the default config instead: "
+    "'amkspec propose MODEL --target T' prints it and --config takes that output"
+)
+"""Why ``lower`` without ``--config`` gives another program than ``evaluate``'s default (stderr)."""
+
+
 @main.command("lower")
 @click.argument("model", type=MODEL_NAMES)
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON, a "
+              "program (its config) or 'amkspec propose' output (default: the original's auto tiling, "
+              "not the default config evaluate and search start from).")
 @click.option("--pos", type=int, default=0, show_default=True, help="Absolute position of the token.")
 @click.option("--target", type=click.Choice(sorted(TARGETS)), default=None, help="GPU target record.")
 @click.option("--dtype", type=DTYPES, default="F32", show_default=True)
@@ -223,6 +233,8 @@ def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None,
         refuse_inputs(output, [config_path])
     prog = lower(model, target, read_config(config_path), pos=pos, dtype=DType[dtype], B=batch,
                  quant=_quant(quant, group), compat=compat)
+    if config_path is None:
+        click.echo(NO_CONFIG_NOTE, err=True)
     if output:
         write_output(output, amkspec.dumps(prog) + "\n", [config_path])
     else:

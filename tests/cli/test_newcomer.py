@@ -160,3 +160,14 @@ def test_the_distance_from_the_roofline_reads_as_what_it_is() -> None:
     old = {k: v for k, v in verdict.items() if k not in ("latency_over_bound", "verdict_version")}
     old["pct_of_roofline"] = verdict["latency_over_bound"] * 100  # a version-1 verdict from a search cache
     assert Verdict.from_dict(old).latency_over_bound == pytest.approx(verdict["latency_over_bound"])
+
+
+def test_lower_without_a_config_says_it_is_not_evaluates_default() -> None:
+    """``lower toy-2L`` (66 tasks) and ``evaluate``'s default config (48 tasks) differ: lower says why."""
+    result = run("lower", "toy-2L")
+    assert result.exit_code == 0 and len(json.loads(result.stdout)["tasks"]) == 66
+    (note,) = result.stderr.strip().splitlines()
+    assert note.startswith("amkspec: note: no --config: the original's auto tiling")
+    assert "default config" in note and "amkspec propose" in note
+    with_config = run("lower", "toy-2L", "--target", "h100", "--config", str(EXAMPLES / "decoder_layer.json"))
+    assert with_config.exit_code == 0 and with_config.stderr == ""
