@@ -11,6 +11,7 @@ from collections.abc import Callable
 from amkspec.ir import OP_REGISTRY, InstructionKind
 from amkspec.ir.opcodes import VARIADIC
 from amkspec.semantics import SEMANTICS
+from amkspec.semantics.edges import EDGE_CASES
 
 Table = tuple[list[str], list[list[str]]]
 HEADERS = ["Opcode", "Inputs", "Outputs", "Params (defaults)", "Shapes", "Formula"]
@@ -71,3 +72,27 @@ def storage() -> Table:
     rows = [[f"``{d.name}`` ({int(d)})", str(d.bits), f"``{str(torch_dtype(d)).removeprefix('torch.')}``",
              notes.get(d, "")] for d in DType]
     return ["DType", "Bits", "Stored as (torch)", "Note"], rows
+
+
+def _value(v: float) -> str:
+    """A table value as the output holds it: ±inf, NaN, integers without a point."""
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "+inf" if v > 0 else "−inf"
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:g}"
+
+
+def _values(vs: tuple[float, ...]) -> str:
+    return "``[" + ", ".join(_value(v) for v in vs) + "]``"
+
+
+def edge_values() -> Table:
+    """The edge-value table of §7.9 (``amkspec.semantics.edges.EDGE_CASES``), one row per rule."""
+    rows = []
+    for case in EDGE_CASES:
+        name = "w" if case.kind.name.endswith("NORM") else "up"
+        other = f"; {name} = {_values(case.other)}" if case.other else ""
+        rows.append([f"``{case.kind.name}``", _values(case.x) + other, case.dtype.name, _values(case.out),
+                     _cell(case.rule)])
+    return ["Opcode", "Input row", "Output dtype", "Result", "Rule"], rows
