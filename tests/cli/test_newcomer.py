@@ -134,7 +134,7 @@ _SCALARS = st.one_of(
 )
 _STRICT_JSON = st.recursive(
     _SCALARS,
-    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=6), kids, max_size=3)),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
     max_leaves=10,
 )
 """Any JSON value a file can hold (strict JSON: no NaN or infinity)."""
