@@ -19,6 +19,8 @@ from amkspec.ir import DType
 from amkspec.models import MODELS, TOY, TOY_2L, ModelConfig, make_weights
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.numerics
+
 WEIGHT_ULPS = 16
 """How far (in units in the last place of a tensor's largest value) a weight may be from the
 original's: 4 measured between AVX2 and ``ATEN_CPU_CAPABILITY=default`` on an AMD EPYC."""
