@@ -334,7 +334,7 @@ def wait_cycle(ix: ProgramIndex, w: Mapping[str, Any]) -> list[CycleArrow]:
     for root in sorted(held):
         if root in state:
             continue
-        path, vias, todo = [root], [], [iter(held[root])]
+        path, vias, todo = [root], list[str](), [iter(held[root])]
         state[root] = True
         while todo:
             step = next(todo[-1], None)
