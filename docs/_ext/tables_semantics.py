@@ -6,6 +6,7 @@ params) with the reference function's registered description.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from amkspec.ir import OP_REGISTRY, InstructionKind
@@ -75,12 +76,13 @@ def storage() -> Table:
 
 
 def _value(v: float) -> str:
-    """A table value as the output holds it: ±inf, NaN, integers without a point."""
-    if v != v:
+    """A table value as the output holds it: inf, -inf, NaN, -0, integers without a point."""
+    v = float(v)
+    if math.isnan(v):
         return "NaN"
-    if v in (float("inf"), float("-inf")):
-        return "+inf" if v > 0 else "−inf"
-    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:g}"
+    if math.isinf(v) or v == 0:
+        return f"{'-' if math.copysign(1.0, v) < 0 else ''}{'inf' if math.isinf(v) else '0'}"
+    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:g}"
 
 
 def _values(vs: tuple[float, ...]) -> str:
