@@ -9,6 +9,8 @@ dtype. No host decides these values, so nothing here skips on any machine.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -25,7 +27,9 @@ from tests.semantics.edge_cases import (
     single_values,
     x_of,
 )
-from tests.vm_cuda.test_ops import FLOATS, Operand, check, out
+from tests.vm_cuda.test_ops import FLOATS, Operand, build, check, out
+from vm_cuda import MegakernelVM
+from vm_cuda.cuda import unavailable_reason
 
 pytestmark = pytest.mark.numerics
 
@@ -39,13 +43,18 @@ EDGES = [
 ]  # fmt: skip
 
 
-def _both(case: EdgeCase, rows: int, threads: int = 4) -> None:
+def _operands(case: EdgeCase, rows: int) -> tuple[list[Operand], list[Operand]]:
     x, other = x_of(case, rows), other_of(case, rows)
     ins = [Operand("x", DType.F32, tuple(x.shape), value=x)]
     if other is not None:
         kind = BufferKind.WEIGHT if case.kind in NORMS else BufferKind.IO_INPUT
         ins.append(Operand("y", DType.F32, tuple(other.shape), kind, other))
-    ref = check(case.kind, ins, [out("o", case.dtype, tuple(x.shape))], params_of(case), threads)
+    return ins, [out("o", case.dtype, tuple(x.shape))]
+
+
+def _both(case: EdgeCase, rows: int, threads: int = 4) -> None:
+    ins, outs = _operands(case, rows)
+    ref = check(case.kind, ins, outs, params_of(case), threads)
     assert_table_value(ref["o"], case, rows)
 
 
@@ -98,3 +107,21 @@ def test_float_op_result_to_integer_edges(dst: DType) -> None:
 def test_int32_to_byte_wraps(dst: DType) -> None:
     src = torch.tensor([[2**31 - 1, -(2**31), 300, -300, 255, 256, -129, 128]], dtype=torch.int32)
     check(K.COPY, [Operand("x", DType.I32, (1, 8), value=src)], [out("o", dst, (1, 8))], {}, exact=True)
+
+
+GPU_REASON = unavailable_reason()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", EDGE_CASES, ids=case_id)
+def test_the_gpu_gives_the_table(case: EdgeCase) -> None:
+    """The same device code compiled by nvcc, on a GPU (skipped without one, failed under
+    ``AMK_REQUIRE_GPU=1``)."""
+    if GPU_REASON is not None:
+        if os.environ.get("AMK_REQUIRE_GPU") == "1":
+            pytest.fail(f"AMK_REQUIRE_GPU=1 but no GPU path: {GPU_REASON}")
+        pytest.skip(f"no GPU path: {GPU_REASON}")
+    ins, outs = _operands(case, 16)
+    prog, weights, inputs, kv = build(case.kind, ins, outs, params_of(case))
+    assert_table_value(MegakernelVM(prog, "cuda").run(weights, inputs, kv)["o"].cpu(), case, 16)
+
