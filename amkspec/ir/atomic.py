@@ -72,7 +72,7 @@ def _about(exc: OSError, target: str, directory: str) -> OSError:
     """``exc`` naming the destination, not the temporary file the user never asked for."""
     reason = exc.strerror or str(exc)
     if exc.errno in (errno.ENOENT, errno.ENOTDIR) and not os.path.isdir(directory):
-        reason = f"its directory {directory} does not exist"
+        reason = f"{reason} (its directory {directory} does not exist)"
     return OSError(exc.errno, reason, target)
 
 
