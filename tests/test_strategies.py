@@ -157,7 +157,8 @@ VALID_FEATURES: dict[str, Any] = {
 
 
 def test_valid_programs_cover_every_feature() -> None:
-    assert _features_seen(valid_programs(24), VALID_FEATURES) == set(VALID_FEATURES)
+    # the rarest feature (ROPE) is in about one program in seven: 100 examples see every feature
+    assert _features_seen(valid_programs(24), VALID_FEATURES, examples=100) == set(VALID_FEATURES)
 
 
 def _ids(p: MegakernelProgram) -> set[int]:
