@@ -6,6 +6,8 @@ tensors run natively (the default) and dequantized; the top-k logits within
 :data:`amkspec.models.oracle.REFERENCE_TOLERANCE`; the tokenizers' ids and text exactly. The tiny
 checkpoints (``tests/models/tiny.py``) are written again and must be the very files the golden was
 made from (their SHA-256). SmolLM2-135M runs the coarse schedule (one tile per projection) for CI time.
+The ReferenceVM tests are ``numerics`` tests (run again on torch's plain CPU path); the megakernel's
+arithmetic is its own.
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ def _golden_of(fixture: str) -> dict[str, Any]:
     return golden("-".join(fixture.split("_")[:2]))
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("fixture", TINY)
 def test_tiny_checkpoints_match_transformers(fixture: str, request: pytest.FixtureRequest) -> None:
     ck = request.getfixturevalue(fixture)
@@ -128,11 +131,13 @@ def test_tiny_checkpoints_on_the_megakernel(fixture: str, request: pytest.Fixtur
     check_prompt(ck, _golden_of(fixture)["prompts"][0], 3, make_vm=megakernel)
 
 
+@pytest.mark.numerics
 def test_smollm2_native_on_the_reference_vm(smollm2: Checkpoint) -> None:
     row = golden("smollm2-135m")["prompts"][0]
     check_prompt(smollm2, row, len(row["new_ids"]), config=coarse_config())
 
 
+@pytest.mark.numerics
 def test_smollm2_dequantized_on_the_reference_vm(smollm2_dequantized: Checkpoint) -> None:
     rows = golden("smollm2-135m")["prompts"]
     check_prompt(smollm2_dequantized, rows[0], len(rows[0]["new_ids"]), config=coarse_config())
