@@ -29,7 +29,6 @@ main()
         ("z3", "smt", ("explain", "{examples}/spec_example.json")),
         ("z3", "smt", ("prove-rules", "--max-tasks", "2")),
         ("gguf", "models", ("lower", "smollm2-135m")),
-        ("tokenizers", "models", ("info", "smollm2-135m")),
     ],
     ids=lambda v: v[0] if isinstance(v, tuple) else v,
 )
