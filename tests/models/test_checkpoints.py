@@ -113,6 +113,7 @@ def test_max_seq_is_capped_by_the_context(tmp_path: Path) -> None:
     path = tiny.write_hf(tmp_path / "m")
     assert load_checkpoint(path, max_seq=64).config.max_seq == 64
     assert load_checkpoint(path, max_seq=4096).config.max_seq == 128
+    assert load_checkpoint(path, max_seq=64).context_length == 128
 
 
 # ---------------------------------------------------------------------------------------------- refusals
