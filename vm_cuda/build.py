@@ -182,13 +182,20 @@ def nvcc() -> str | None:
     return None
 
 
-def build_cubin(arch: str) -> tuple[Path, str]:
-    """``megakernel.cu`` compiled by nvcc for ``arch`` (e.g. ``"sm_90"``): the cubin and ptxas's report."""
+DEFAULT_THREADS_PER_BLOCK = 256
+"""Threads per block of a GPU launch when the program's config does not say."""
+
+
+def build_cubin(arch: str, threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> tuple[Path, str]:
+    """``megakernel.cu`` compiled by nvcc for ``arch`` (e.g. ``"sm_90"``) and one block size: the
+    kernel's ``__launch_bounds__(threads_per_block, 1)`` (``-DAMK_BLOCK_THREADS``) bounds its
+    registers so a block of that size always fits an SM's register file; the cubin and ptxas's report."""
     tool = nvcc()
     if tool is None:
         raise BuildError("nvcc not found (set $NVCC or $CUDA_HOME) to build the GPU megakernel")
-    flags = [*NVCC_FLAGS, f"-arch={arch}"]
-    out = cache_root() / "vm_cuda" / _key(tool, flags, "cubin") / f"amk_megakernel_{arch}.cubin"
+    flags = [*NVCC_FLAGS, f"-arch={arch}", f"-DAMK_BLOCK_THREADS={int(threads_per_block)}"]
+    name = f"amk_megakernel_{arch}_t{int(threads_per_block)}.cubin"
+    out = cache_root() / "vm_cuda" / _key(tool, flags, "cubin") / name
     log = out.with_suffix(".ptxas.txt")
     if not out.exists() or not log.exists():
         report = _compile([tool, *flags, *_source("megakernel.cu")], out, f"nvcc for {arch}")

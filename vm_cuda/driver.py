@@ -8,7 +8,8 @@
 - ``pycuda``: PyCUDA initialises the driver (so PyCUDA code in the process shares the device's
   primary context), the calls go through ``ctypes`` on ``libcuda`` (PyCUDA has no cooperative
   launch and does not expose its handles);
-- ``ctypes``: ``libcuda.so.1`` directly, with every symbol's argument types declared.
+- ``ctypes``: ``libcuda.so.1`` (``$AMK_LIBCUDA`` names another) directly, with every symbol's
+  argument types declared.
 
 :func:`open_driver` picks the first that loads (``$AMK_CUDA_BACKEND`` forces one). The attribute
 and result codes are the driver's own (checked against ``cuda.bindings.driver``'s enums by the
@@ -123,10 +124,11 @@ class CtypesBackend:
 
     def __init__(self, lib: Any = None) -> None:
         if lib is None:
+            path = os.environ.get("AMK_LIBCUDA", "libcuda.so.1")
             try:
-                lib = ctypes.CDLL("libcuda.so.1")
+                lib = ctypes.CDLL(path)
             except OSError as exc:
-                raise CudaUnavailable(f"the CUDA driver library libcuda.so.1 cannot be loaded ({exc})") from exc
+                raise CudaUnavailable(f"the CUDA driver library {path} cannot be loaded ({exc})") from exc
         self.lib = lib
         self._functions: dict[str, Callable[..., int]] = {}
 
