@@ -186,6 +186,25 @@ DEFAULT_THREADS_PER_BLOCK = 256
 """Threads per block of a GPU launch when the program's config does not say."""
 
 
+def cuda_tool(name: str) -> str | None:
+    """A CUDA binary tool (``cuobjdump``, ``nvdisasm``): on PATH, next to nvcc, under ``$CUDA_HOME``,
+    or from NVIDIA's pip wheels (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm``); else None."""
+    found = shutil.which(name)
+    if found:
+        return found
+    places = [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"]
+    tool = nvcc()
+    if tool is not None:
+        places.append(Path(os.path.realpath(tool)).parent)
+    try:
+        import nvidia  # the namespace package NVIDIA's CUDA wheels install into
+
+        places += [Path(p) / sub / "bin" for p in nvidia.__path__ for sub in ("cu13", "cu12", "cuda_nvcc")]
+    except ImportError:
+        pass
+    return next((str(p / name) for p in places if (p / name).is_file()), None)
+
+
 def build_cubin(arch: str, threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> tuple[Path, str]:
     """``megakernel.cu`` compiled by nvcc for ``arch`` (e.g. ``"sm_90"``) and one block size: the
     kernel's ``__launch_bounds__(threads_per_block, 1)`` (``-DAMK_BLOCK_THREADS``) bounds its

@@ -34,7 +34,6 @@ std::thread launch_thread;
 std::atomic<bool> running{false};
 std::atomic<bool> hang{false};
 std::atomic<bool> released{false};
-int retained = 0;
 
 void record(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void record(const char* fmt, ...) {
@@ -90,7 +89,6 @@ void fake_inject(const char* name, int rc) {
 void fake_set_attribute(int attribute, int value) { attributes[attribute] = value; }
 void fake_set_occupancy(int blocks) { occupancy = blocks; }
 void fake_set_hang(int on) { hang = on != 0; }
-int fake_retained() { return retained; }
 int fake_set_kernel(const char* path) {
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) return 1;
@@ -138,13 +136,11 @@ CUresult cuDeviceTotalMem(size_t* bytes, CUdevice) {
 CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   record("cuDevicePrimaryCtxRetain %d", dev);
   FAKE_CALL("cuDevicePrimaryCtxRetain");
-  ++retained;
   *ctx = reinterpret_cast<CUcontext>(0xC0);
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   record("cuDevicePrimaryCtxRelease %d", dev);
-  --retained;
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
