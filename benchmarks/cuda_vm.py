@@ -65,7 +65,8 @@ def cpu_half(models: list[str], repeat: int) -> list[dict[str, Any]]:
         _check(name, kernel.run(weights, inputs), ref_vm.run(weights, inputs))
         ref_s = median_wall(lambda: ref_vm.run(weights, inputs), repeat, warm_up=True)  # noqa: B023
         ker_s = median_wall(lambda: kernel.run(weights, inputs, fetch_kv=False), repeat, warm_up=True)  # noqa: B023
-        print(f"{name:8} {len(program.tasks):5d} {ref_s * 1e3:15.2f} {ker_s * 1e3:13.2f} {ker_s / ref_s:6.2f}")
+        ratio = ker_s / ref_s
+        print(f"{name:8} {len(program.tasks):5d} {ref_s * 1e3:15.2f} {ker_s * 1e3:13.2f} {ratio:6.2f}")
         rows.append({"model": name, "tasks": len(program.tasks), "reference_s": ref_s, "cpu_build_s": ker_s})
     return rows
 
@@ -99,7 +100,9 @@ def gpu_step(model: str, target: str, pos: int, repeat: int, threads: int | None
     }
 
 
-def gpu_half(model: str, target: str, positions: list[int], repeat: int, threads: int | None) -> dict[str, Any]:
+def gpu_half(
+    model: str, target: str, positions: list[int], repeat: int, threads: int | None
+) -> dict[str, Any]:
     from vm_cuda.cuda import unavailable_reason
 
     reason = unavailable_reason()
@@ -110,7 +113,8 @@ def gpu_half(model: str, target: str, positions: list[int], repeat: int, threads
     for r in rows:
         d = r["device"]
         print(
-            f"GPU {d['device']} ({d['arch']}, {d['backend']}, {d['threads_per_block']} threads/block): {model} "
+            f"GPU {d['device']} ({d['arch']}, {d['backend']}, {d['threads_per_block']} threads/block): "
+            f"{model} "
             f"{r['dtype']} at position {r['position']}: reads {r['read_bytes'] / 1e6:.1f} MB "
             f"(of {r['weight_bytes'] / 1e6:.1f} MB of weights); floor {r['floor_s'] * 1e3:.3f} ms at "
             f"{r['bandwidth_gbs']:.0f} GB/s ({target}); kernel median {r['kernel_s'] * 1e3:.3f} ms "

@@ -17,6 +17,7 @@ later launches in the process work (their image is written again).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
 import time
@@ -59,10 +60,8 @@ def kernel_smem_bytes() -> int:
     megakernel.cu) plus the opcodes' scratch (``AMK_OP_SMEM_BYTES``, ``ops/``) — read from the
     sources, defined there once."""
     ctl = _define("AMK_CTL_BYTES", (SOURCE_DIR / "megakernel.cu").read_text())
-    ops = next(
-        (v for p in sorted((SOURCE_DIR / "ops").glob("*.cuh")) if (v := _define("AMK_OP_SMEM_BYTES", p.read_text()))),
-        None,
-    )
+    found = (_define("AMK_OP_SMEM_BYTES", p.read_text()) for p in sorted((SOURCE_DIR / "ops").glob("*.cuh")))
+    ops = next((v for v in found if v is not None), None)
     if ctl is None or ops is None:
         raise CudaUnavailable("AMK_CTL_BYTES / AMK_OP_SMEM_BYTES not found in the kernel sources")
     return ctl + ops
@@ -168,7 +167,6 @@ class CudaRuntime:
         """Free the image and staging, unload the module, release the context (idempotent)."""
         if self.context is None:
             return
-        d = self.driver
         for name, handle in (
             ("cuMemFree", self._image[0] if self._image else None),
             ("cuMemFreeHost", self._pinned[0] if self._pinned else None),
@@ -179,36 +177,29 @@ class CudaRuntime:
             ("cuModuleUnload", getattr(self, "module", None)),
         ):
             if handle is not None:
-                try:
-                    d.call(name, handle)
-                except CudaUnavailable:  # a context being torn down has nothing left to free
-                    pass
+                self._quietly(name, handle)
         self._image = self._pinned = None
         self.__dict__.pop("events", None)
         for name in ("stream", "abort_stream", "module", "function"):
             self.__dict__.pop(name, None)
-        try:
-            d.call("cuDevicePrimaryCtxRelease", self.device)
-        except CudaUnavailable:
-            pass
+        self._quietly("cuDevicePrimaryCtxRelease", self.device)
         self.context = None
 
+    def _quietly(self, name: str, *args: Any) -> None:
+        """A driver call whose failure leaves nothing to do (a context being torn down)."""
+        with contextlib.suppress(CudaUnavailable):
+            self.driver.call(name, *args)
+
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown: the driver may be gone
             self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver may be gone
-            pass
 
     def _recover(self) -> str:
         """After a fault that poisons the context: reset the primary context and reopen everything;
         the image is lost (``generation`` changes). What happened, for the error."""
-        d = self.driver
         self._image = self._pinned = None  # freed by the reset
         for name in ("cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxRelease"):
-            try:
-                d.call(name, self.device)
-            except CudaUnavailable:
-                pass
+            self._quietly(name, self.device)
         self.context = None
         self.generation += 1
         try:
@@ -351,7 +342,8 @@ class CudaRuntime:
         """Write ``AMK_ABORT_HOST`` into the image's abort word through the second stream."""
         assert self._image is not None and self._pinned is not None
         self._pinned[1][:4].view("<i4")[0] = layout.ABORT_CODES["HOST"]
-        self.driver.call("cuMemcpyHtoDAsync", self._image[0] + abort_offset, self._pinned[0], 4, self.abort_stream)
+        address = self._image[0] + abort_offset
+        self.driver.call("cuMemcpyHtoDAsync", address, self._pinned[0], 4, self.abort_stream)
 
 
 class _FaultScope:

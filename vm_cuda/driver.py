@@ -4,10 +4,10 @@
 :meth:`Driver.call`, which checks its ``CUresult`` and maps a failure to one error type
 (:class:`DriverError`, naming the call and the result). Backends only marshal:
 
-- ``cuda-bindings``: NVIDIA's ``cuda.bindings.driver`` (wheels; returns ``(CUresult, *values)``);
 - ``pycuda``: PyCUDA initialises the driver (so PyCUDA code in the process shares the device's
   primary context), the calls go through ``ctypes`` on ``libcuda`` (PyCUDA has no cooperative
   launch and does not expose its handles);
+- ``cuda-bindings``: NVIDIA's ``cuda.bindings.driver`` (wheels; returns ``(CUresult, *values)``);
 - ``ctypes``: ``libcuda.so.1`` (``$AMK_LIBCUDA`` names another) directly, with every symbol's
   argument types declared.
 
@@ -44,11 +44,13 @@ ATTR = {
     "CLOCK_RATE": 13,
 }
 """``CUdevice_attribute`` codes the runtime reads (``CU_DEVICE_ATTRIBUTE_<name>``)."""
-FUNC_ATTR = {"MAX_DYNAMIC_SHARED_SIZE_BYTES": 8, "NUM_REGS": 4, "LOCAL_SIZE_BYTES": 3, "MAX_THREADS_PER_BLOCK": 0}
+FUNC_ATTR = {
+    "MAX_DYNAMIC_SHARED_SIZE_BYTES": 8, "NUM_REGS": 4, "LOCAL_SIZE_BYTES": 3, "MAX_THREADS_PER_BLOCK": 0
+}
 """``CUfunction_attribute`` codes (``CU_FUNC_ATTRIBUTE_<name>``)."""
 STREAM_NON_BLOCKING = 1
 EVENT_DEFAULT = 0
-BACKENDS = ("cuda-bindings", "pycuda", "ctypes")
+BACKENDS = ("pycuda", "cuda-bindings", "ctypes")
 
 
 class CudaUnavailable(AmkspecError, RuntimeError):
@@ -68,9 +70,8 @@ class DriverError(CudaUnavailable):
         return self.code in STICKY
 
 
-_V, _I, _U, _Z, _Q, _S, _F = (
-    ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_float
-)
+_V, _I, _U, _Z = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_size_t
+_Q, _S, _F = ctypes.c_uint64, ctypes.c_char_p, ctypes.c_float
 SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[Any, ...], tuple[Any, ...]]] = {
     # name: (libcuda symbols to try, out-parameter types, in-parameter types)
     "cuInit": (("cuInit",), (), (_U,)),
@@ -106,7 +107,9 @@ SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[Any, ...], tuple[Any, ...]]] 
     "cuEventQuery": (("cuEventQuery",), (), (_V,)),
     "cuEventElapsedTime": (("cuEventElapsedTime_v2", "cuEventElapsedTime"), (_F,), (_V, _V)),
     "cuEventDestroy": (("cuEventDestroy_v2",), (), (_V,)),
-    "cuLaunchCooperativeKernel": (("cuLaunchCooperativeKernel",), (), (_V, _U, _U, _U, _U, _U, _U, _U, _V, _V)),
+    "cuLaunchCooperativeKernel": (
+        ("cuLaunchCooperativeKernel",), (), (_V, _U, _U, _U, _U, _U, _U, _U, _V, _V)
+    ),
 }
 """Every driver function the runtime calls, as ``libcuda`` declares it (outputs first)."""
 
@@ -143,11 +146,11 @@ class CtypesBackend:
             self._functions[name] = found
         return self._functions[name]
 
-    def raw(self, name: str, *args: Any) -> tuple[int, ...]:
+    def raw(self, name: str, *args: Any) -> tuple[Any, ...]:
         """``(CUresult, *out values)`` of one call."""
         if name == "cuDeviceGetName":
             buf = ctypes.create_string_buffer(256)
-            fn = getattr(self.lib, "cuDeviceGetName")
+            fn = self.lib.cuDeviceGetName
             fn.argtypes, fn.restype = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int], ctypes.c_int
             return (int(fn(buf, 256, args[0])), buf.value)
         outs = [t() for t in SIGNATURES[name][1]]
@@ -190,12 +193,13 @@ class BindingsBackend:
     def __init__(self, module: Any = None) -> None:
         if module is None:
             try:
-                from cuda.bindings import driver as module
+                from cuda.bindings import driver as nv
             except ImportError as exc:
                 raise CudaUnavailable("cuda-bindings is not installed (pip install cuda-bindings)") from exc
+            module = nv
         self.module = module
 
-    def raw(self, name: str, *args: Any) -> tuple[int, ...]:
+    def raw(self, name: str, *args: Any) -> tuple[Any, ...]:
         converted = [
             getattr(self.module, _ENUM_ARGS[(name, i)])(a) if (name, i) in _ENUM_ARGS else a
             for i, a in enumerate(args)
@@ -206,7 +210,7 @@ class BindingsBackend:
             result = getattr(self.module, name)(*converted)
         except (TypeError, ValueError, OverflowError):
             raise
-        except Exception as exc:  # noqa: BLE001 - e.g. the driver library cannot be found
+        except Exception as exc:
             raise CudaUnavailable(f"{name}: the CUDA driver cannot be used ({exc})") from exc
         if not isinstance(result, tuple):
             result = (result,)

@@ -46,18 +46,31 @@ def functions(cubin: Path) -> dict[str, list[str]]:
     return out
 
 
-def _opcode(line: str) -> str | None:
-    found = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line)
-    return found.group(1) if found else None
+def _instruction(line: str) -> tuple[str, str] | None:
+    """(opcode, operands) of a listing line, or None."""
+    found = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*)", line)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def _registers(text: str) -> set[int]:
+    """The general registers an operand text names (``R28.64`` is R28 and R29)."""
+    out: set[int] = set()
+    for number, wide in re.findall(r"\bR(\d+)(\.64)?", text):
+        out.update(range(int(number), int(number) + (2 if wide else 1)))
+    return out
 
 
 @attrs.frozen
 class Loop:
-    """The instructions of one loop body, in order (their opcodes), and where it lies in the function."""
+    """The instructions of one loop body, in order, and where it lies in the function."""
 
-    opcodes: tuple[str, ...]
+    instructions: tuple[tuple[str, str], ...]
     start: int = 0
     end: int = 0
+
+    @property
+    def opcodes(self) -> tuple[str, ...]:
+        return tuple(op for op, _ in self.instructions)
 
     def contains(self, other: Loop) -> bool:
         return self is not other and self.start <= other.start and other.end <= self.end
@@ -65,34 +78,40 @@ class Loop:
     def count(self, prefix: str) -> int:
         return sum(op.startswith(prefix) for op in self.opcodes)
 
-    def loads_before_first_use(self, compute: str = "FFMA") -> int:
-        """16-byte loads issued before the first ``compute`` instruction of the body (loads in flight)."""
-        n = 0
-        for op in self.opcodes:
-            if op.startswith(compute):
-                break
-            n += op.startswith(WIDE_LOAD)
-        return n
+    def loads_in_flight(self) -> int:
+        """The most 16-byte loads issued and not yet read at any point of the body, running it twice
+        (a load issued for the next iteration stays in flight across the back edge)."""
+        pending: list[set[int]] = []
+        most = 0
+        for op, operands in self.instructions * 2:
+            dest, _, sources = operands.partition(",")
+            reads = _registers(operands if op.startswith(("ST", "BRA", "ISETP")) else sources)
+            pending = [regs for regs in pending if not regs & reads]
+            if op.startswith(WIDE_LOAD):
+                first = min(_registers(dest))
+                pending.append(set(range(first, first + 4)))
+                most = max(most, len(pending))
+        return most
 
 
 def loops(lines: list[str]) -> list[Loop]:
     """Every loop body of a function: from a label to a branch back to it."""
     labels: dict[str, int] = {}
-    ops: list[tuple[str, str]] = []  # (opcode, line)
+    ops: list[tuple[str, str]] = []  # (opcode, operands)
     for line in lines:
         label = re.match(r"\s*(\.L_x_\d+):", line)
         if label:
             labels[label.group(1)] = len(ops)
             continue
-        op = _opcode(line)
-        if op is not None:
-            ops.append((op, line))
+        instruction = _instruction(line)
+        if instruction is not None:
+            ops.append(instruction)
     found = []
-    for i, (op, line) in enumerate(ops):
-        target = re.search(r"`\((\.L_x_\d+)\)", line)
+    for i, (op, operands) in enumerate(ops):
+        target = re.search(r"`\((\.L_x_\d+)\)", operands)
         if op.startswith("BRA") and target and labels.get(target.group(1), i + 1) <= i:
             start = labels[target.group(1)]
-            found.append(Loop(tuple(o for o, _ in ops[start : i + 1]), start, i))
+            found.append(Loop(tuple(ops[start : i + 1]), start, i))
     return found
 
 

@@ -56,7 +56,10 @@ class KernelFault(ExecutionError):
 def host_deadline_detail(deadline_s: float | None, executed: int, total: int) -> str:
     """What a launch the host stopped at its deadline reports."""
     limit = f"{deadline_s:g} s" if deadline_s is not None else "its deadline"
-    return f"the launch passed the host deadline of {limit}; the host stopped it after {executed} of {total} tasks"
+    return (
+        f"the launch passed the host deadline of {limit}; the host stopped it after {executed} of {total} "
+        "tasks"
+    )
 
 
 @cache

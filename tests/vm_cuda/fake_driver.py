@@ -32,7 +32,8 @@ def fake_library() -> Path:
     """The stand-in ``libcuda`` (built once per source), with the CPU build as its kernel."""
     include = cuda_include()
     assert include is not None, "cuda.h not found (nvcc's include folder)"
-    out = cache_root() / "fake_libcuda" / hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16] / "libcuda_fake.so"
+    key = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    out = cache_root() / "fake_libcuda" / key / "libcuda_fake.so"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".{os.getpid()}.tmp")

@@ -28,12 +28,16 @@ from vm_cuda.compare import compare_outputs
 from vm_cuda.cuda import CudaRuntime, CudaUnavailable, check_block_size
 from vm_cuda.driver import ATTR, FUNC_ATTR, SIGNATURES, STICKY, BindingsBackend, CtypesBackend, Driver
 
-pytestmark = pytest.mark.skipif(cuda_include() is None, reason="NVIDIA's cuda.h (next to nvcc) is not installed")
+pytestmark = pytest.mark.skipif(
+    cuda_include() is None, reason="NVIDIA's cuda.h (next to nvcc) is not installed"
+)
 BACKENDS = ("ctypes", "cuda-bindings")
 
 
 @pytest.fixture(params=BACKENDS)
-def fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ctypes.CDLL]:
+def fake(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[ctypes.CDLL]:
     """The stand-in driver behind ``request.param``'s backend; cubins are not built (nvcc is slow)."""
     lib = load_fake()
     cubin = tmp_path / "fake.cubin"
@@ -59,7 +63,8 @@ def test_attribute_and_result_codes_are_the_drivers() -> None:
         assert int(getattr(nv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")) == code, name
     assert ATTR["COOPERATIVE_LAUNCH"] == 95
     names = {int(nv.CUresult(c)): nv.CUresult(c).name for c in STICKY}
-    assert {"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_LAUNCH_FAILED"} <= set(names.values())
+    poisoning = {"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_LAUNCH_FAILED"}
+    assert poisoning <= set(names.values())
     assert int(nv.CUresult.CUDA_ERROR_NOT_READY) == driver.NOT_READY
     assert int(nv.CUresult.CUDA_ERROR_LAUNCH_TIMEOUT) == driver.LAUNCH_TIMEOUT
 
@@ -83,7 +88,8 @@ def test_cuda_bindings_accepts_the_arguments_the_runtime_passes(name: str) -> No
     args = [kinds[t] for t in SIGNATURES[name][2]]
     for (function, position), enum in driver._ENUM_ARGS.items():
         if function == name:  # a code the enum has
-            args[position] = ATTR["COOPERATIVE_LAUNCH"] if enum == "CUdevice_attribute" else FUNC_ATTR["NUM_REGS"]
+            device = enum == "CUdevice_attribute"
+            args[position] = ATTR["COOPERATIVE_LAUNCH"] if device else FUNC_ATTR["NUM_REGS"]
     with pytest.raises(CudaUnavailable):
         BindingsBackend().raw(name, *args)
 
@@ -117,7 +123,7 @@ def test_every_block_size_validate_accepts_is_launchable_and_no_other() -> None:
 
 def test_a_kernel_that_cannot_fit_an_sm_is_a_clear_error(fake: ctypes.CDLL) -> None:
     fake.fake_set_occupancy(0)
-    with pytest.raises(CudaUnavailable, match="built for 1024 threads per block .* cannot run on Fake GPU"):
+    with pytest.raises(CudaUnavailable, match=r"built for 1024 threads per block .* cannot run on Fake GPU"):
         CudaRuntime(1024)
     assert calls(fake)[-1] == "cuDevicePrimaryCtxRelease 0"  # nothing held after the refusal
 
@@ -156,7 +162,7 @@ def test_the_host_deadline_stops_a_launch_through_the_abort_word(fake: ctypes.CD
     vm = MegakernelVM(_chain(threshold=2), "cuda", threads_per_block=32, timeout_s=60.0, deadline_s=0.3,
                       _unsafe_skip_validation=True)
     start = time.perf_counter()
-    with pytest.raises(KernelTimeout, match="host deadline of 0.3 s") as info:
+    with pytest.raises(KernelTimeout, match=r"host deadline of 0\.3 s") as info:
         vm.run({}, X)
     assert time.perf_counter() - start < 3.0 and info.value.status.kind == "TIMEOUT"
     assert any(line.startswith("cuMemcpyHtoDAsync 4 ") for line in calls(fake))  # the abort word
@@ -171,7 +177,7 @@ def test_a_launch_that_never_stops_is_a_timeout_and_the_context_is_reset(
     monkeypatch.setattr(cuda, "STOP_GRACE_S", 0.2)
     vm = MegakernelVM(_chain(), "cuda", threads_per_block=32, deadline_s=0.2)
     fake.fake_set_hang(1)
-    with pytest.raises(KernelTimeout, match="did not stop .* GPU context was reset"):
+    with pytest.raises(KernelTimeout, match=r"did not stop .* GPU context was reset"):
         vm.run({}, X)
     assert "cuDevicePrimaryCtxReset 0" in calls(fake)
     fake.fake_set_hang(0)
@@ -189,7 +195,7 @@ def test_a_device_fault_is_a_kernel_fault_and_later_runs_work(fake: ctypes.CDLL)
     inputs = step_inputs(0, [5])
     first = vm.run(weights, inputs)
     fake.fake_inject(b"cuEventQuery", 700)
-    with pytest.raises(KernelFault, match="CUDA_ERROR_ILLEGAL_ADDRESS .* context was reset") as info:
+    with pytest.raises(KernelFault, match=r"CUDA_ERROR_ILLEGAL_ADDRESS .* context was reset") as info:
         vm.run(weights, inputs)
     assert info.value.status.kind == "FAULT" and vm.last_status == info.value.status
     log = calls(fake)
@@ -202,7 +208,8 @@ def test_a_device_fault_is_a_kernel_fault_and_later_runs_work(fake: ctypes.CDLL)
 def test_a_driver_error_that_does_not_poison_the_context_is_cuda_unavailable(fake: ctypes.CDLL) -> None:
     vm = MegakernelVM(_chain(), "cuda", threads_per_block=32)
     fake.fake_inject(b"cuLaunchCooperativeKernel", 720)
-    with pytest.raises(CudaUnavailable, match="cuLaunchCooperativeKernel failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"):
+    too_large = "cuLaunchCooperativeKernel failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
+    with pytest.raises(CudaUnavailable, match=too_large):
         vm.run({}, X)
     assert "cuDevicePrimaryCtxReset 0" not in calls(fake)
     assert torch.equal(vm.run({}, X)["z"], X["x"])
@@ -226,6 +233,7 @@ def test_the_facade_maps_every_failed_call_to_one_error() -> None:
         def error_name(self, code: int) -> str:
             return "CUDA_ERROR_OUT_OF_MEMORY"
 
-    with pytest.raises(driver.DriverError, match="cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY \\(2\\)") as info:
+    message = r"cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY \(2\)"
+    with pytest.raises(driver.DriverError, match=message) as info:
         Driver(Backend()).call("cuMemAlloc", 10)
     assert not info.value.sticky and isinstance(info.value, CudaUnavailable)

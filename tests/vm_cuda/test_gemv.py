@@ -50,8 +50,11 @@ def test_more_rows_than_the_warp_path_takes(threads: int) -> None:
 
 
 @pytest.mark.parametrize("bits", [4, 8])
-@pytest.mark.parametrize("k, group, rows", [(256, 32, 1), (256, 64, 3), (96, 32, 1), (3072, 32, 2), (40, 8, 1)],
-                         ids=["vec", "vec-rows", "vec-short", "k-chunks", "elementwise"])
+@pytest.mark.parametrize(
+    "k, group, rows",
+    [(256, 32, 1), (256, 64, 3), (96, 32, 1), (3072, 32, 2), (40, 8, 1)],
+    ids=["vec", "vec-rows", "vec-short", "k-chunks", "elementwise"],
+)
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize("threads", (4, 40))
 def test_quantized_weights(bits: int, k: int, group: int, rows: int, symmetric: bool, threads: int) -> None:

@@ -88,7 +88,9 @@ def test_a_forced_deadlock_times_out_within_two_seconds(make: Callable[[], Megak
 
 
 def test_the_host_deadline_stops_a_launch() -> None:
-    vm = MegakernelVM(_chain(threshold=2), "cuda", timeout_s=60.0, deadline_s=0.5, _unsafe_skip_validation=True)
+    vm = MegakernelVM(
+        _chain(threshold=2), "cuda", timeout_s=60.0, deadline_s=0.5, _unsafe_skip_validation=True
+    )
     start = time.perf_counter()
     with pytest.raises(KernelTimeout, match="host deadline"):
         vm.run({}, X)

@@ -234,7 +234,12 @@ AMK_DEV float amk_warp_sum(float v) {
  * LDG.E.128 through the non-coherent path on the GPU. `p` is 16-byte aligned. */
 #ifdef __CUDACC__
 typedef uint4 amk_u128;
-AMK_DEV amk_u128 amk_ld128(const unsigned char* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+/* volatile: consecutive loads stay in program order, all issued before the first use (in flight) */
+AMK_DEV amk_u128 amk_ld128(const unsigned char* p) {
+  amk_u128 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
 #else
 struct alignas(16) amk_u128 {
   uint32_t x, y, z, w;

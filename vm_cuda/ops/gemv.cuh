@@ -20,7 +20,13 @@
 #include "reduce.cuh"
 
 #define AMK_GEMV_ROWS 4      /* x rows one pass over a weight row serves (registers per lane); decode: 1 */
-#define AMK_GEMV_UNROLL 4    /* 16-byte weight loads in flight per lane */
+/* 16-byte weight loads per group (two groups in flight per lane): 4, or 2 where a block of more than
+ * 512 threads leaves at most 128 registers per thread */
+#if defined(AMK_BLOCK_THREADS) && AMK_BLOCK_THREADS > 512
+#define AMK_GEMV_UNROLL 2
+#else
+#define AMK_GEMV_UNROLL 4
+#endif
 #define AMK_GEMV_MAX_ROWS 64 /* more rows (a prefill GEMM): the thread-per-pair path */
 
 #ifdef __CUDACC__
@@ -41,15 +47,18 @@ AMK_DEV float amk_h2f(uint32_t bits) {
 #endif
 }
 
-/* a weight element type known at compile time: elements per 16 bytes, one element, a 16-byte unpack */
+/* a weight element type known at compile time: elements per 16 bytes, one element, and the j-th four
+ * elements of a 16-byte load (converted four at a time, so a lane holds four weights, not sixteen) */
 template <int DT>
 struct amk_wtype;
+
+AMK_DEV uint32_t amk_word(const amk_u128& q, int i) { return i == 0 ? q.x : (i == 1 ? q.y : (i == 2 ? q.z : q.w)); }
 
 template <>
 struct amk_wtype<AMK_DT_F32> {
   static constexpr int per = 4, bytes = 4;
   AMK_DEV static float at(const unsigned char* p, int64_t i) { return reinterpret_cast<const float*>(p)[i]; }
-  AMK_DEV static void unpack(const amk_u128& q, float* w) {
+  AMK_DEV static void four(const amk_u128& q, int, float* w) {
     w[0] = amk_u2f(q.x), w[1] = amk_u2f(q.y), w[2] = amk_u2f(q.z), w[3] = amk_u2f(q.w);
   }
 };
@@ -60,16 +69,20 @@ struct amk_wtype<AMK_DT_BF16> {
   AMK_DEV static float at(const unsigned char* p, int64_t i) {
     return amk_bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
   }
-  AMK_DEV static void pair(uint32_t u, float* w) { w[0] = amk_u2f(u << 16), w[1] = amk_u2f(u & 0xffff0000u); }
-  AMK_DEV static void unpack(const amk_u128& q, float* w) { pair(q.x, w), pair(q.y, w + 2), pair(q.z, w + 4), pair(q.w, w + 6); }
+  AMK_DEV static void four(const amk_u128& q, int j, float* w) {
+    const uint32_t a = amk_word(q, 2 * j), b = amk_word(q, 2 * j + 1);
+    w[0] = amk_u2f(a << 16), w[1] = amk_u2f(a & 0xffff0000u), w[2] = amk_u2f(b << 16), w[3] = amk_u2f(b & 0xffff0000u);
+  }
 };
 
 template <>
 struct amk_wtype<AMK_DT_F16> {
   static constexpr int per = 8, bytes = 2;
   AMK_DEV static float at(const unsigned char* p, int64_t i) { return amk_h2f(reinterpret_cast<const uint16_t*>(p)[i]); }
-  AMK_DEV static void pair(uint32_t u, float* w) { w[0] = amk_h2f(u), w[1] = amk_h2f(u >> 16); }
-  AMK_DEV static void unpack(const amk_u128& q, float* w) { pair(q.x, w), pair(q.y, w + 2), pair(q.z, w + 4), pair(q.w, w + 6); }
+  AMK_DEV static void four(const amk_u128& q, int j, float* w) {
+    const uint32_t a = amk_word(q, 2 * j), b = amk_word(q, 2 * j + 1);
+    w[0] = amk_h2f(a), w[1] = amk_h2f(a >> 16), w[2] = amk_h2f(b), w[3] = amk_h2f(b >> 16);
+  }
 };
 
 /* s[r] += Σ_e w[e] · x[r·kc + e] for the rows r < nr ≤ R (x: staged rows in shared memory, kc
@@ -99,105 +112,123 @@ AMK_DEV void amk_gemv_fma(const float* w, const float* x, int kc, int nr, float*
   }
 }
 
+/* The lane's 16-byte loads of one row (nvec loads, this lane's are lane, lane + lanes, ...), handed to
+ * use(load, index) AMK_GEMV_UNROLL at a time; the next group is loaded before the current one is
+ * used (software pipelining), so that a lane always has a group of loads in flight. */
+template <class Use>
+AMK_DEV void amk_gemv_stream(const unsigned char* row, int nvec, Use use) {
+  const int lane = amk_lane(), lanes = amk_warp_lanes(), stride = AMK_GEMV_UNROLL * lanes;
+  int v = lane;
+  if (v + (AMK_GEMV_UNROLL - 1) * lanes < nvec) {
+    amk_u128 cur[AMK_GEMV_UNROLL], nxt[AMK_GEMV_UNROLL];
+    AMK_UNROLL
+    for (int u = 0; u < AMK_GEMV_UNROLL; ++u) cur[u] = amk_ld128(row + (v + u * lanes) * 16);
+    for (;;) {
+      const bool more = v + stride + (AMK_GEMV_UNROLL - 1) * lanes < nvec;
+      if (more) {
+        AMK_UNROLL
+        for (int u = 0; u < AMK_GEMV_UNROLL; ++u) nxt[u] = amk_ld128(row + (v + stride + u * lanes) * 16);
+      }
+      AMK_UNROLL
+      for (int u = 0; u < AMK_GEMV_UNROLL; ++u) use(cur[u], v + u * lanes);
+      v += stride;
+      if (!more) break;
+      AMK_UNROLL
+      for (int u = 0; u < AMK_GEMV_UNROLL; ++u) cur[u] = nxt[u];
+    }
+  }
+  for (; v < nvec; v += lanes) use(amk_ld128(row + v * 16), v);
+}
+
 /* one lane's share of a weight row chunk (kc elements from wrow) against the staged x rows */
 template <int DT, int R>
 AMK_DEV void amk_gemv_lane(const unsigned char* wrow, const float* x, int kc, int nr, bool vec, float* s) {
   using W = amk_wtype<DT>;
-  const int lane = amk_lane(), lanes = amk_warp_lanes();
-  float w[W::per];
-  int done = 0;
-  if (vec) {
-    const int nvec = kc / W::per;
-    int v = lane;
-    for (; v + (AMK_GEMV_UNROLL - 1) * lanes < nvec; v += AMK_GEMV_UNROLL * lanes) {
-      amk_u128 q[AMK_GEMV_UNROLL];
-      AMK_UNROLL
-      for (int u = 0; u < AMK_GEMV_UNROLL; ++u) q[u] = amk_ld128(wrow + (v + u * lanes) * 16);
-      AMK_UNROLL
-      for (int u = 0; u < AMK_GEMV_UNROLL; ++u) {
-        W::unpack(q[u], w);
-        amk_gemv_fma<W::per, R>(w, x + (v + u * lanes) * W::per, kc, nr, s);
-      }
+  const int nvec = vec ? kc / W::per : 0;
+  amk_gemv_stream(wrow, nvec, [&](const amk_u128& q, int v) {
+    AMK_UNROLL
+    for (int j = 0; j < W::per / 4; ++j) {
+      float w[4];
+      W::four(q, j, w);
+      amk_gemv_fma<4, R>(w, x + v * W::per + 4 * j, kc, nr, s);
     }
-    for (; v < nvec; v += lanes) {
-      W::unpack(amk_ld128(wrow + v * 16), w);
-      amk_gemv_fma<W::per, R>(w, x + v * W::per, kc, nr, s);
-    }
-    done = nvec * W::per;
-  }
-  for (int k = done + lane; k < kc; k += lanes) {
-    w[0] = W::at(wrow, k);
-    amk_gemv_fma<1, R>(w, x + k, kc, nr, s);
+  });
+  const int lanes = amk_warp_lanes();
+  for (int k = nvec * W::per + amk_lane(); k < kc; k += lanes) {
+    const float w = W::at(wrow, k);
+    amk_gemv_fma<1, R>(&w, x + k, kc, nr, s);
   }
 }
 
-/* int8 / int4 levels of one 16-byte load dequantized with one scale and zero:
- * (level − zero) · scale, level = the int8 value, or the nibble (− 8 without zero points) */
+/* int8 / int4 levels of one 16-byte load dequantized four at a time with one scale and zero:
+ * (level − zero) · scale, level = the int8 value, or the nibble (zero 8 without zero points) */
 template <bool NIBBLES>
 struct amk_qtype {
   static constexpr int per = NIBBLES ? 32 : 16;
-  AMK_DEV static void unpack(const amk_u128& q, float zero, float scale, float* w) {
-    const uint32_t words[4] = {q.x, q.y, q.z, q.w};
-    AMK_UNROLL
-    for (int i = 0; i < 4; ++i) {
+  AMK_DEV static void four(const amk_u128& q, int j, float zero, float scale, float* w) {
+    if (NIBBLES) { /* elements 4j..4j+3: bytes 2j%4, 2j%4+1 of word j/2, low nibble first */
+      const uint32_t half = amk_word(q, j / 2) >> (16 * (j % 2));
       AMK_UNROLL
-      for (int b = 0; b < 4; ++b) {
-        const uint32_t byte = (words[i] >> (8 * b)) & 0xffu;
-        if (NIBBLES) {
-          w[8 * i + 2 * b] = (static_cast<float>(byte & 0xfu) - zero) * scale;
-          w[8 * i + 2 * b + 1] = (static_cast<float>(byte >> 4) - zero) * scale;
-        } else {
-          w[4 * i + b] = (static_cast<float>(static_cast<int8_t>(byte)) - zero) * scale;
-        }
-      }
+      for (int e = 0; e < 4; ++e) w[e] = (static_cast<float>((half >> (4 * e)) & 0xfu) - zero) * scale;
+    } else {
+      const uint32_t word = amk_word(q, j);
+      AMK_UNROLL
+      for (int e = 0; e < 4; ++e)
+        w[e] = (static_cast<float>(static_cast<int8_t>((word >> (8 * e)) & 0xffu)) - zero) * scale;
     }
   }
 };
 
-/* the scale and zero of column k of quantized row `row` (zero 8 for nibbles without zero points) */
-AMK_DEV void amk_qscale(const amk_qtable& t, int64_t row, int64_t k, float* zero, float* scale) {
-  const int64_t g = k / t.group;
-  *scale = amk_ld(t.scales, row * t.s_cols + (g < t.s_cols ? g : t.s_cols - 1));
-  *zero = t.has_zeros ? amk_ld(t.zeros, row * t.z_cols + (g < t.z_cols ? g : t.z_cols - 1)) : (t.nibbles ? 8.0f : 0.0f);
+/* a scale or zero point: F32, F16 or BF16 (amk_gemv_fast checks), without a jump table */
+AMK_DEV bool amk_small_float(int32_t dt) { return dt == AMK_DT_F32 || dt == AMK_DT_F16 || dt == AMK_DT_BF16; }
+AMK_DEV float amk_ld_small(const amk_view& v, int64_t i) {
+  if (v.dt == AMK_DT_F32) return reinterpret_cast<const float*>(v.p)[i];
+  const uint16_t bits = reinterpret_cast<const uint16_t*>(v.p)[i];
+  return v.dt == AMK_DT_F16 ? amk_h2f(bits) : amk_bf16_to_f32(bits);
+}
+
+/* what one quantized weight row needs in the loop, copied out of the table into registers */
+struct amk_qrow {
+  const unsigned char* q;
+  amk_view scales, zeros;
+  int64_t s0, z0, s_last, z_last, group;
+  bool has_zeros;
+};
+
+/* the scale and zero of column k (zero 8 for nibbles without zero points: level = nibble − 8) */
+template <bool NIBBLES>
+AMK_DEV void amk_qscale(const amk_qrow& r, int64_t k, float* zero, float* scale) {
+  const int64_t g = k / r.group;
+  *scale = amk_ld_small(r.scales, r.s0 + (g < r.s_last ? g : r.s_last));
+  *zero = r.has_zeros ? amk_ld_small(r.zeros, r.z0 + (g < r.z_last ? g : r.z_last)) : (NIBBLES ? 8.0f : 0.0f);
 }
 
 template <bool NIBBLES, int R>
 AMK_DEV void amk_gemv_qlane(const amk_qtable& t, int64_t row, int64_t k0, const float* x, int kc, int nr,
                             bool vec, float* s) {
   using Q = amk_qtype<NIBBLES>;
-  const int lane = amk_lane(), lanes = amk_warp_lanes();
-  const unsigned char* qrow = t.q.p + row * t.q_cols + (NIBBLES ? k0 / 2 : k0);
-  float w[Q::per];
-  int done = 0;
-  if (vec) {
-    const int nvec = kc / Q::per;
-    int v = lane;
-    for (; v + (AMK_GEMV_UNROLL - 1) * lanes < nvec; v += AMK_GEMV_UNROLL * lanes) {
-      amk_u128 q[AMK_GEMV_UNROLL];
-      AMK_UNROLL
-      for (int u = 0; u < AMK_GEMV_UNROLL; ++u) q[u] = amk_ld128(qrow + (v + u * lanes) * 16);
-      AMK_UNROLL
-      for (int u = 0; u < AMK_GEMV_UNROLL; ++u) {
-        float zero, scale;
-        amk_qscale(t, row, k0 + (v + u * lanes) * Q::per, &zero, &scale);
-        Q::unpack(q[u], zero, scale, w);
-        amk_gemv_fma<Q::per, R>(w, x + (v + u * lanes) * Q::per, kc, nr, s);
-      }
+  amk_qrow qr;
+  qr.q = t.q.p + row * t.q_cols + (NIBBLES ? k0 / 2 : k0);
+  qr.scales = t.scales, qr.zeros = t.zeros, qr.has_zeros = t.has_zeros, qr.group = t.group;
+  qr.s0 = row * t.s_cols, qr.s_last = t.s_cols - 1;
+  qr.z0 = row * t.z_cols, qr.z_last = t.z_cols - 1;
+  const int nvec = vec ? kc / Q::per : 0;
+  amk_gemv_stream(qr.q, nvec, [&](const amk_u128& q, int v) {
+    float zero, scale;
+    amk_qscale<NIBBLES>(qr, k0 + v * Q::per, &zero, &scale);
+    AMK_UNROLL
+    for (int j = 0; j < Q::per / 4; ++j) {
+      float w[4];
+      Q::four(q, j, zero, scale, w);
+      amk_gemv_fma<4, R>(w, x + v * Q::per + 4 * j, kc, nr, s);
     }
-    for (; v < nvec; v += lanes) {
-      float zero, scale;
-      amk_qscale(t, row, k0 + v * Q::per, &zero, &scale);
-      Q::unpack(amk_ld128(qrow + v * 16), zero, scale, w);
-      amk_gemv_fma<Q::per, R>(w, x + v * Q::per, kc, nr, s);
-    }
-    done = nvec * Q::per;
-  }
+  });
   /* the rest (a layout the loads do not fit) element by element; a lane takes both nibbles of a byte */
-  const int step = NIBBLES ? 2 : 1;
-  for (int k = done + lane * step; k < kc; k += lanes * step) {
+  const int step = NIBBLES ? 2 : 1, lanes = amk_warp_lanes();
+  for (int k = nvec * Q::per + amk_lane() * step; k < kc; k += lanes * step) {
     for (int e = 0; e < step && k + e < kc; ++e) {
-      w[0] = amk_dequant(t, row, k0 + k + e);
-      amk_gemv_fma<1, R>(w, x + k + e, kc, nr, s);
+      const float w = amk_dequant(t, row, k0 + k + e);
+      amk_gemv_fma<1, R>(&w, x + k + e, kc, nr, s);
     }
   }
 }
@@ -272,6 +303,7 @@ AMK_OP_FN bool amk_gemv_run(const amk_op_ctx& c, const amk_tile& t) {
 template <int R>
 AMK_DEV bool amk_gemv_rows(const amk_op_ctx& c, const amk_tile& t) {
   if (t.quant) {
+    if (!amk_small_float(t.qt.scales.dt) || (t.qt.has_zeros && !amk_small_float(t.qt.zeros.dt))) return false;
     if (t.qt.nibbles && t.qt.q.dt == AMK_DT_U8) return amk_gemv_run<AMK_DT_F32, 2, R>(c, t);
     if (!t.qt.nibbles && t.qt.q.dt == AMK_DT_I8) return amk_gemv_run<AMK_DT_F32, 1, R>(c, t);
     return false;
