@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from amkspec.conformance.rules import rules_for_codes
+from amkspec.conformance.rules import validate_case_rules
 from amkspec.ir import (
     BufferKind,
     DType,
@@ -331,7 +331,7 @@ def build_cases() -> dict[str, dict[str, Any]]:
             docs[f"{code}_{slug}{'' if bad else '_ok'}.json"] = {
                 "kind": "validate",
                 "description": description if bad else f"near miss of {code}: {description}, corrected",
-                "rules": rules_for_codes([code]),
+                "rules": validate_case_rules([code]),
                 "clauses": [CODES[code].clause],
                 "program": to_dict(make(bad)),
                 "expect": (
