@@ -33,6 +33,7 @@ SOURCE_DIR = Path(__file__).resolve().parent
 COMMON_FLAGS = ("-std=c++20", "-x", "c++", "-pthread", "-Wall", "-Wextra", "-DAMK_CPU_BUILD")
 VARIANTS: dict[str, tuple[str, ...]] = {
     "release": ("-O2",),
+    "release-wide": ("-O2", "-DAMK_BLOCK_THREADS=1024"),
     "tsan": ("-O1", "-g", "-fsanitize=thread"),
     "asan": (
         "-O1",
@@ -42,7 +43,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
         "-fno-sanitize-recover=undefined",
     ),
 }
-"""Build variant → its compiler flags: the normal build and the two sanitizer builds."""
+"""Build variant → its compiler flags: the normal build, the same code as built for blocks of more than
+512 threads (the GEMV's unpipelined loads, gemv.cuh), and the two sanitizer builds."""
 
 
 class BuildError(AmkspecError, RuntimeError):

@@ -1,7 +1,8 @@
 """The warp-per-column GEMV path (vm_cuda/ops/gemv.cuh, spec §8.7) against the ReferenceVM on the
 CPU build: every branch of it — 16-byte loads and the element-wise fallback, staged x in one
 piece and in K chunks, several row groups, full and partial warps, int8 and int4 levels with and
-without zero points — and the thread-per-pair path past AMK_GEMV_MAX_ROWS."""
+without zero points, pipelined or not (the ``release-wide`` build) — and the thread-per-pair path
+past AMK_GEMV_MAX_ROWS."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.vm_cuda.test_ops import FLOATS, Operand, gen, inp, out, tiled
 K = InstructionKind
 BK = BufferKind
 THREADS = (4, 40, 64)  # one warp of 4 lanes; a full warp and a partial one; two full warps
+VARIANTS = ("release", "release-wide")  # pipelined groups of 4 loads; groups of 2 (blocks > 512 threads)
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -24,7 +26,8 @@ THREADS = (4, 40, 64)  # one warp of 4 lanes; a full warp and a partial one; two
     ids=["vec", "elementwise", "row-groups", "k-chunks", "k-chunks-3-rows"],
 )
 @pytest.mark.parametrize("threads", THREADS)
-def test_float_weights(dt: DType, rows: int, k: int, threads: int) -> None:
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_float_weights(dt: DType, rows: int, k: int, threads: int, variant: str) -> None:
     g = gen(31)
     tiled(
         K.GEMM_TILE if rows > 1 else K.GEMV_TILE,
@@ -33,6 +36,7 @@ def test_float_weights(dt: DType, rows: int, k: int, threads: int) -> None:
         {"K": k, "M_tile": rows, "m_off": 0},
         [(0, 4), (4, 5)],
         threads,
+        variant=variant,
     )
 
 
@@ -57,7 +61,10 @@ def test_more_rows_than_the_warp_path_takes(threads: int) -> None:
 )
 @pytest.mark.parametrize("symmetric", [True, False])
 @pytest.mark.parametrize("threads", (4, 40))
-def test_quantized_weights(bits: int, k: int, group: int, rows: int, symmetric: bool, threads: int) -> None:
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_quantized_weights(
+    bits: int, k: int, group: int, rows: int, symmetric: bool, threads: int, variant: str
+) -> None:
     g = gen(33)
     n = 5
     qw = quantize(torch.randn(n, k, generator=g), bits, group, symmetric)
@@ -71,4 +78,4 @@ def test_quantized_weights(bits: int, k: int, group: int, rows: int, symmetric: 
         ins.append(Operand("zeros", DType.F16, tuple(qw.zeros.shape), BK.WEIGHT, qw.zeros))
     params = {"K": k, "qdtype": int(DType.I4 if bits == 4 else DType.I8), "group": group}
     tiled(K.GEMV_TILE, ins, out("y", DType.F32, (rows, n)), params, [(0, 2), (2, 3)], threads,
-          unvalidated=not symmetric)
+          unvalidated=not symmetric, variant=variant)

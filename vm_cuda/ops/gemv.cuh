@@ -20,12 +20,15 @@
 #include "reduce.cuh"
 
 #define AMK_GEMV_ROWS 4      /* x rows one pass over a weight row serves (registers per lane); decode: 1 */
-/* 16-byte weight loads per group (two groups in flight per lane): 4, or 2 where a block of more than
- * 512 threads leaves at most 128 registers per thread */
+/* 16-byte weight loads per group: 4, the next group loaded while the current one is used (software
+ * pipelining); where a block of more than 512 threads leaves 64 registers per thread, groups of 2
+ * loaded together and then used (no second group: it would spill) */
 #if defined(AMK_BLOCK_THREADS) && AMK_BLOCK_THREADS > 512
 #define AMK_GEMV_UNROLL 2
+#define AMK_GEMV_PIPELINE 0
 #else
 #define AMK_GEMV_UNROLL 4
+#define AMK_GEMV_PIPELINE 1
 #endif
 #define AMK_GEMV_MAX_ROWS 64 /* more rows (a prefill GEMM): the thread-per-pair path */
 
@@ -113,12 +116,14 @@ AMK_DEV void amk_gemv_fma(const float* w, const float* x, int kc, int nr, float*
 }
 
 /* The lane's 16-byte loads of one row (nvec loads, this lane's are lane, lane + lanes, ...), handed to
- * use(load, index) AMK_GEMV_UNROLL at a time; the next group is loaded before the current one is
- * used (software pipelining), so that a lane always has a group of loads in flight. */
+ * use(load, index) AMK_GEMV_UNROLL at a time, all of a group issued before any is used; with
+ * AMK_GEMV_PIPELINE the next group is loaded before the current one is used, so that a lane always
+ * has a group of loads in flight. */
 template <class Use>
 AMK_DEV void amk_gemv_stream(const unsigned char* row, int nvec, Use use) {
   const int lane = amk_lane(), lanes = amk_warp_lanes(), stride = AMK_GEMV_UNROLL * lanes;
   int v = lane;
+#if AMK_GEMV_PIPELINE
   if (v + (AMK_GEMV_UNROLL - 1) * lanes < nvec) {
     amk_u128 cur[AMK_GEMV_UNROLL], nxt[AMK_GEMV_UNROLL];
     AMK_UNROLL
@@ -137,6 +142,15 @@ AMK_DEV void amk_gemv_stream(const unsigned char* row, int nvec, Use use) {
       for (int u = 0; u < AMK_GEMV_UNROLL; ++u) cur[u] = nxt[u];
     }
   }
+#else
+  for (; v + (AMK_GEMV_UNROLL - 1) * lanes < nvec; v += stride) {
+    amk_u128 q[AMK_GEMV_UNROLL];
+    AMK_UNROLL
+    for (int u = 0; u < AMK_GEMV_UNROLL; ++u) q[u] = amk_ld128(row + (v + u * lanes) * 16);
+    AMK_UNROLL
+    for (int u = 0; u < AMK_GEMV_UNROLL; ++u) use(q[u], v + u * lanes);
+  }
+#endif
   for (; v < nvec; v += lanes) use(amk_ld128(row + v * 16), v);
 }
 
