@@ -105,9 +105,7 @@ def check(
     (broadcasting reads), run on both VMs through their test-only override."""
     prog, weights, inputs, kv = build(op, ins, outs, params)
     ref = ReferenceVM(prog, _unsafe_skip_validation=unvalidated).run(clone(weights), clone(inputs), clone(kv))
-    vm = MegakernelVM(
-        prog, backend="cpu", threads_per_block=threads, variant=variant, _unsafe_skip_validation=unvalidated
-    )
+    vm = MegakernelVM(prog, backend="cpu", threads_per_block=threads, _unsafe_skip_validation=unvalidated)
     got = vm.run(weights, inputs, clone(kv))
     compare(got, ref, op in EXACT_OPS if exact is None else exact)
     return ref
@@ -141,7 +139,9 @@ def tiled(
         )
     prog = b.build()
     ref = ReferenceVM(prog, _unsafe_skip_validation=unvalidated).run(clone(weights), clone(inputs), clone(kv))
-    vm = MegakernelVM(prog, backend="cpu", threads_per_block=threads, _unsafe_skip_validation=unvalidated)
+    vm = MegakernelVM(
+        prog, backend="cpu", threads_per_block=threads, variant=variant, _unsafe_skip_validation=unvalidated
+    )
     compare(vm.run(weights, inputs, clone(kv)), ref, exact=False)
 
 
