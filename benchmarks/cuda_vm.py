@@ -12,10 +12,11 @@ there is no GPU): on ``--gpu-model`` (default ``small``, BF16, 623 MB of weights
 lowered for ``--target`` at each of ``--positions`` (split-KV attention: :data:`SPLIT_KV`), the
 outputs are compared with the ReferenceVM first (a difference fails the run, exit 1); then, over
 ``--repeat`` steps with the weights resident and the caches on the device, the median kernel time
-(CUDA events around the cooperative launch) and the median end-to-end step time (``MegakernelVM.run``: bind, stage, launch,
-read back), each against the floor = the bytes the step must read (:func:`vm_cuda.floor.read_bytes`:
-the weights it uses, one embedding row, the KV window) / the target's bandwidth (the spec-sheet
-figure, and the measured one where the target record has it).
+(CUDA events around the cooperative launch) and the median end-to-end step time
+(``MegakernelVM.run``: bind, stage, launch, read back), each against the floor = the bytes the step
+must read (:func:`vm_cuda.floor.read_bytes`: the weights it uses, one embedding row, the KV window)
+/ the target's bandwidth (the spec-sheet figure, and the measured one where the target record has
+it).
 """
 
 from __future__ import annotations
