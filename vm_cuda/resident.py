@@ -64,7 +64,6 @@ class ResidentImage:
         self.generation: int | None = None
         self.header: np.void | None = None
         self.counters = np.array([c.init for c in packer.program.counters] or [0], dtype="<u4")
-        self.last_kernel_s = 0.0
 
     @property
     def fresh(self) -> bool:
