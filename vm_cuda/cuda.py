@@ -209,6 +209,7 @@ class CudaRuntime:
         return "the GPU context was reset; later launches write the image again"
 
     def _usable(self) -> None:
+        """The context current on this thread (a VM may be used from several), or CudaUnavailable."""
         if self.context is None:
             raise CudaUnavailable("this CUDA runtime was closed")
         self.driver.call("cuCtxSetCurrent", self.context)
@@ -244,6 +245,7 @@ class CudaRuntime:
 
     def write(self, offset: int, data: np.ndarray) -> None:
         """Copy ``data`` to the image (through pinned staging when it fits, else directly)."""
+        self._usable()
         assert self._image is not None and self._pinned is not None
         data = np.ascontiguousarray(data, dtype=np.uint8)
         at = self._stage(data.size)
@@ -258,12 +260,14 @@ class CudaRuntime:
                 self.driver.call("cuStreamSynchronize", self.stream)
 
     def zero(self, offset: int, nbytes: int) -> None:
+        self._usable()
         assert self._image is not None
         with self._faults():
             self.driver.call("cuMemsetD8Async", self._image[0] + offset, 0, nbytes, self.stream)
 
     def read(self, ranges: Iterable[tuple[int, int]]) -> list[np.ndarray]:
         """Copies of image ranges: all queued into pinned staging, one stream synchronisation."""
+        self._usable()
         assert self._image is not None and self._pinned is not None
         self._cursor = _ABORT_SLOT
         out: list[np.ndarray] = []
