@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from amkspec.conformance.rules import rule_id_for_op
+from amkspec.conformance.rules import QUANT_AFFINE_RULE, rule_id_for_op
 from amkspec.conformance.tensors import encode
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, dumps, to_dict
 from amkspec.models.oracle import DEFAULT_TOLERANCE, TOLERANCES
@@ -119,6 +119,26 @@ def _dequant(dt: DType) -> MegakernelProgram:
         {"qdtype": qdtype, "group": 4},
     )
 
+
+def _affine(op: InstructionKind) -> Build:
+    """The affine (scale, offset) form of amkspec's quantized formats (spec §7.9; GGUF's Q4_1 for I4)."""
+    params = {"qdtype": 0, "group": 4, "flags": 4}
+
+    def build(dt: DType) -> MegakernelProgram:
+        quant = {**params, "qdtype": 6 if dt is I8 else 7}
+        if op is Op.DEQUANT:
+            return _one(op, [("q", W, dt, (4, 8)), ("scales", W, F16, (4, 2, 2))], ("y", F32, (4, 8)), quant)
+        return _one(op, [("x", IN, F32, (1, 8)), ("q", W, dt, (8, 8)), ("scales", W, F16, (8, 2, 2))],
+                    ("y", F32, (1, 8)), {**GEMV, **quant})
+
+    return build
+
+
+VARIANT_MATRIX: list[tuple[InstructionKind, tuple[DType, ...], Build, str, str]] = [
+    (Op.GEMV_TILE, (I8, I4), _affine(Op.GEMV_TILE), "quant_affine", QUANT_AFFINE_RULE),
+    (Op.DEQUANT, (I8, I4), _affine(Op.DEQUANT), "quant_affine", QUANT_AFFINE_RULE),
+]
+"""Forms of an opcode beyond the spec (amkspec's strict profile), each case citing its own rule."""
 
 MATRIX: list[tuple[InstructionKind, tuple[DType, ...], Build]] = [
     (Op.NOP, (F32,), _nop),
@@ -352,8 +372,11 @@ def _outputs(prog: MegakernelProgram, out: dict[str, torch.Tensor]) -> dict[str,
     return {k: (v.float().numpy() if dtypes[k].is_float else v.numpy()) for k, v in out.items()}
 
 
-def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build) -> None:
-    stem = f"{op.name.lower()}_{dt.name.lower()}"
+def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build, variant: str = "",
+            rule: str | None = None) -> None:
+    """One opcode × dtype case; a ``variant`` (a form of the opcode with a ``rule`` of its own, e.g.
+    the affine quantized tables) is named in the case's file name."""
+    stem = "_".join(p for p in (op.name.lower(), dt.name.lower(), variant) if p)
     prog = build(dt)
     rng = np.random.default_rng(_seed(stem))
     weights, inputs, kv = _bind(prog, rng)
@@ -363,8 +386,10 @@ def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build) -> None:
         f"{stem}.json",
         {
             "kind": "run",
-            "description": f"{op.name} over {dt.name} operands: one task, outputs within tolerance",
-            "rules": [rule_id_for_op(op)],
+            "description": f"{op.name} over {dt.name} operands"
+            + (f", the {variant.replace('_', ' ')} form ({rule})" if variant else "")
+            + ": one task, outputs within tolerance",
+            "rules": [rule or rule_id_for_op(op)],
             "requires": ["run", *(f"dtype:{d}" for d in dtypes)],
             "opcode": op.name,
             "dtype": dt.name,
@@ -472,6 +497,9 @@ def build_files() -> dict[str, bytes]:
     for op, dtypes, build in MATRIX:
         for dt in dtypes:
             op_case(w, op, dt, build)
+    for op, dtypes, build, variant, rule in VARIANT_MATRIX:
+        for dt in dtypes:
+            op_case(w, op, dt, build, variant, rule)
     for stem, (description, build_fire) in FIRING.items():
         fire_case(w, stem, description, build_fire())
     decode_case(w, "decode_toy_f32", F32, launches=3, skip=0)

@@ -94,6 +94,7 @@ STRICT = Level.STRICT
 IR = ("differences", "data-model-and-json-format")
 VALIDATOR = ("differences", "validator")
 LOWERING = ("differences", "models-and-lowering")
+SEMANTICS = ("differences", "instruction-semantics-and-the-reference-vm")
 MEMORY = ("spec/04-memory-safety", "45-beyond-the-original")
 
 VAL_PREFIX = {"S": "VAL-STRUCT", "D": "VAL-DEAD", "R": "VAL-RACE", "M": "VAL-MEM", "O": "VAL-OUT"}
@@ -131,6 +132,9 @@ def strict_difference(code: str) -> Difference | None:
         return Difference(*MEMORY, "Shapes and dtypes")
     return None
 
+
+QUANT_AFFINE_RULE = "OP-QUANT-AFFINE-1"
+"""The numerics of the affine quantized tables (spec §7.9), amkspec's extension: strict."""
 
 ERROR_CLASS, ERROR_PATH, CODE_RULE = "FMT-ERR-1", "FMT-ERR-2", "VAL-CODE-1"
 """The rules of amkspec's vocabulary (SHOULD, strict): a refusal's error class and JSON path, and the
@@ -354,6 +358,17 @@ _HAND_WRITTEN: tuple[Rule, ...] = (
         "included, and no code of a violation the program does not have.",
         level=STRICT,
         differs=Difference(*VALIDATOR, "Findings"),
+    ),
+    # §7 instruction semantics: amkspec's quantized formats
+    Rule(
+        QUANT_AFFINE_RULE,
+        M,
+        "§7.9",
+        "A VM MUST compute a quantized GEMV_TILE, GEMM_TILE or DEQUANT whose `flags` hold 4 (AFFINE) "
+        "from a table of (scale, offset) pairs, as `level · scale + offset` with the raw nibble or the "
+        "int8 as level, within the tolerance of the output dtype (§9.2).",
+        level=STRICT,
+        differs=Difference(*SEMANTICS, "Affine quantized tables (extension, §7.9)"),
     ),
     # §9 conformance protocol
     Rule(
