@@ -1,8 +1,8 @@
-"""The warp-per-column GEMV path (vm_cuda/ops/gemv.cuh, spec §8.7) against the ReferenceVM on the
-CPU build: every branch of it — 16-byte loads and the element-wise fallback, staged x in one
-piece and in K chunks, several row groups, full and partial warps, int8 and int4 levels with and
-without zero points, pipelined or not (the ``release-wide`` build) — and the thread-per-pair path
-past AMK_GEMV_MAX_ROWS."""
+"""The warp-per-column GEMV path (vm_cuda/ops/gemv.cuh, spec §8.7) against the ReferenceVM on the CPU
+build: every branch of it — 16-byte loads and the element-wise fallback, staged x in one piece and
+in K chunks, several row groups, full and partial warps, int8 and int4 levels with and without zero
+points, GGUF's affine Q4_1 and Q8_0, pipelined or not (the ``release-wide`` build) — and the thread-
+per-pair path past AMK_GEMV_MAX_ROWS."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import torch
 
 from amkspec.ir import BufferKind, DType, InstructionKind
 from amkspec.semantics import quantize
+from tests.vm_cuda.test_native_quant import _operands
 from tests.vm_cuda.test_ops import FLOATS, Operand, gen, inp, out, tiled
 
 K = InstructionKind
@@ -79,3 +80,14 @@ def test_quantized_weights(
     params = {"K": k, "qdtype": int(DType.I4 if bits == 4 else DType.I8), "group": group}
     tiled(K.GEMV_TILE, ins, out("y", DType.F32, (rows, n)), params, [(0, 2), (2, 3)], threads,
           unvalidated=not symmetric, variant=variant)
+
+
+@pytest.mark.parametrize("kind", ["Q4_1", "Q8_0"])
+@pytest.mark.parametrize("threads", (4, 40))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_native_quantized_weights(kind: str, threads: int, variant: str) -> None:
+    """GGUF's forms (spec §7.9): Q4_1's affine (scale, offset) pairs and Q8_0's int8, two x rows."""
+    ins, params = _operands(kind, 12, 256, 9, finite=True)
+    x = inp("x", DType.F32, (2, 256), gen(34))
+    tiled(K.GEMV_TILE, [x, *ins], out("y", DType.F32, (2, 12)), {"K": 256, **params}, [(0, 5), (5, 7)],
+          threads, variant=variant)

@@ -174,21 +174,28 @@ AMK_DEV void amk_gemv_lane(const unsigned char* wrow, const float* x, int kc, in
   }
 }
 
-/* int8 / int4 levels of one 16-byte load dequantized four at a time with one scale and zero:
- * (level − zero) · scale, level = the int8 value, or the nibble (zero 8 without zero points) */
+/* int8 / int4 levels of one 16-byte load dequantized four at a time with one scale, zero and offset:
+ * (level − zero) · scale, level = the int8 value or the nibble (zero 8 without zero points); with an
+ * affine table (quant.cuh) level · scale + offset, one rounding (amk_affine) */
 template <bool NIBBLES>
 struct amk_qtype {
   static constexpr int per = NIBBLES ? 32 : 16;
-  AMK_DEV static void four(const amk_u128& q, int j, float zero, float scale, float* w) {
+  AMK_DEV static float weight(float level, float zero, float scale, float offset, bool affine) {
+    return affine ? amk_affine(level, scale, offset) : (level - zero) * scale;
+  }
+  AMK_DEV static void four(const amk_u128& q, int j, float zero, float scale, float offset, bool affine,
+                           float* w) {
     if (NIBBLES) { /* elements 4j..4j+3: bytes 2j%4, 2j%4+1 of word j/2, low nibble first */
       const uint32_t half = amk_word(q, j / 2) >> (16 * (j % 2));
       AMK_UNROLL
-      for (int e = 0; e < 4; ++e) w[e] = (static_cast<float>((half >> (4 * e)) & 0xfu) - zero) * scale;
+      for (int e = 0; e < 4; ++e)
+        w[e] = weight(static_cast<float>((half >> (4 * e)) & 0xfu), zero, scale, offset, affine);
     } else {
       const uint32_t word = amk_word(q, j);
       AMK_UNROLL
       for (int e = 0; e < 4; ++e)
-        w[e] = (static_cast<float>(static_cast<int8_t>((word >> (8 * e)) & 0xffu)) - zero) * scale;
+        w[e] = weight(static_cast<float>(static_cast<int8_t>((word >> (8 * e)) & 0xffu)), zero, scale, offset,
+                      affine);
     }
   }
 };
@@ -206,15 +213,18 @@ struct amk_qrow {
   const unsigned char* q;
   amk_view scales, zeros;
   int64_t s0, z0, s_last, z_last, group;
-  bool has_zeros;
+  bool has_zeros, affine;
 };
 
-/* the scale and zero of column k (zero 8 for nibbles without zero points: level = nibble − 8) */
+/* the scale, zero and offset of column k (zero 8 for nibbles with neither zero points nor an affine
+ * table: level = nibble − 8; an affine table holds (scale, offset) pairs) */
 template <bool NIBBLES>
-AMK_DEV void amk_qscale(const amk_qrow& r, int64_t k, float* zero, float* scale) {
-  const int64_t g = k / r.group;
-  *scale = amk_ld_small(r.scales, r.s0 + (g < r.s_last ? g : r.s_last));
-  *zero = r.has_zeros ? amk_ld_small(r.zeros, r.z0 + (g < r.z_last ? g : r.z_last)) : (NIBBLES ? 8.0f : 0.0f);
+AMK_DEV void amk_qscale(const amk_qrow& r, int64_t k, float* zero, float* scale, float* offset) {
+  const int64_t g = k / r.group, sg = r.s0 + (g < r.s_last ? g : r.s_last);
+  *scale = amk_ld_small(r.scales, r.affine ? 2 * sg : sg);
+  *offset = r.affine ? amk_ld_small(r.scales, 2 * sg + 1) : 0.0f;
+  *zero = r.has_zeros ? amk_ld_small(r.zeros, r.z0 + (g < r.z_last ? g : r.z_last))
+                      : (NIBBLES && !r.affine ? 8.0f : 0.0f);
 }
 
 template <bool NIBBLES, int R>
@@ -224,16 +234,17 @@ AMK_DEV void amk_gemv_qlane(const amk_qtable& t, int64_t row, int64_t k0, const 
   amk_qrow qr;
   qr.q = t.q.p + row * t.q_cols + (NIBBLES ? k0 / 2 : k0);
   qr.scales = t.scales, qr.zeros = t.zeros, qr.has_zeros = t.has_zeros, qr.group = t.group;
+  qr.affine = t.affine;
   qr.s0 = row * t.s_cols, qr.s_last = t.s_cols - 1;
   qr.z0 = row * t.z_cols, qr.z_last = t.z_cols - 1;
   const int nvec = vec ? kc / Q::per : 0;
   amk_gemv_stream(qr.q, nvec, [&](const amk_u128& q, int v) {
-    float zero, scale;
-    amk_qscale<NIBBLES>(qr, k0 + v * Q::per, &zero, &scale);
+    float zero, scale, offset;
+    amk_qscale<NIBBLES>(qr, k0 + v * Q::per, &zero, &scale, &offset);
     AMK_UNROLL
     for (int j = 0; j < Q::per / 4; ++j) {
       float w[4];
-      Q::four(q, j, zero, scale, w);
+      Q::four(q, j, zero, scale, offset, qr.affine, w);
       amk_gemv_fma<4, R>(w, x + v * Q::per + 4 * j, kc, nr, s);
     }
   });
