@@ -129,11 +129,11 @@ AMK_DEV void amk_gemv_stream(const unsigned char* row, int nvec, Use use) {
     AMK_UNROLL
     for (int u = 0; u < AMK_GEMV_UNROLL; ++u) cur[u] = amk_ld128(row + (v + u * lanes) * 16);
     for (;;) {
+      /* the next group, or the current one again after the last (no branch: the arrays stay registers) */
       const bool more = v + stride + (AMK_GEMV_UNROLL - 1) * lanes < nvec;
-      if (more) {
-        AMK_UNROLL
-        for (int u = 0; u < AMK_GEMV_UNROLL; ++u) nxt[u] = amk_ld128(row + (v + stride + u * lanes) * 16);
-      }
+      const int next = more ? v + stride : v;
+      AMK_UNROLL
+      for (int u = 0; u < AMK_GEMV_UNROLL; ++u) nxt[u] = amk_ld128(row + (next + u * lanes) * 16);
       AMK_UNROLL
       for (int u = 0; u < AMK_GEMV_UNROLL; ++u) use(cur[u], v + u * lanes);
       v += stride;
