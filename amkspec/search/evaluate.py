@@ -305,8 +305,8 @@ class Evaluator:
         if lat is None or (bound is not None and lat < bound):
             notes.append(f"latency {latency!r} µs is below the bandwidth floor or not finite: dropped")
             return Verdict(valid=True, correct=True, notes=tuple(notes), **base)
-        pct = _finite(lat / bound * 100, 3) if bound else None
-        return Verdict(valid=True, correct=True, latency_us=lat, latency_kind=kind, pct_of_roofline=pct,
+        ratio = _finite(lat / bound, 3) if bound else None
+        return Verdict(valid=True, correct=True, latency_us=lat, latency_kind=kind, latency_over_bound=ratio,
                        gpu_timed=kind == "measured-gpu", notes=tuple(notes), **base)
 
     def _gpu_time(self, notes: list[str]) -> float | None:

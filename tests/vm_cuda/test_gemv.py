@@ -14,6 +14,7 @@ from amkspec.semantics import quantize
 from tests.vm_cuda.test_native_quant import _operands
 from tests.vm_cuda.test_ops import FLOATS, Operand, gen, inp, out, tiled
 
+pytestmark = pytest.mark.numerics  # the ReferenceVM's side goes through torch: run again under default
 K = InstructionKind
 BK = BufferKind
 THREADS = (4, 40, 64)  # one warp of 4 lanes; a full warp and a partial one; two full warps

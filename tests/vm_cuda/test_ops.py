@@ -23,6 +23,8 @@ from amkspec.vm import ReferenceVM
 from vm_cuda import KernelFault, MegakernelVM
 from vm_cuda.compare import tolerance
 
+pytestmark = pytest.mark.numerics
+
 K = InstructionKind
 BK = BufferKind
 FLOATS = (DType.F32, DType.F16, DType.BF16)
