@@ -210,10 +210,12 @@ def test_measured_gpu_needs_the_gpu_timing_path() -> None:
 
 @pytest.mark.gpu
 def test_measured_gpu_latency_on_a_real_gpu() -> None:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU on this machine")
     pytest.importorskip("vm_cuda", reason="the CUDA megakernel (vm_cuda) is not built here")
+    from vm_cuda.cuda import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no GPU path: {reason}")
     v = evaluate("toy", "h100", None, vm="cuda")
     assert_honest(v)
     assert v.correct and v.latency_kind == "measured-gpu" and v.gpu_timed
