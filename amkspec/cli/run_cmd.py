@@ -29,7 +29,9 @@ from amkspec.cli.files import (
     save_npz,
     write_output,
 )
+from amkspec.cli.model_arg import DEQUANTIZE_HELP, MODEL_NAMES, chosen_model, dequantized, model_argument
 from amkspec.cli.params import SEED
+from amkspec.cli.progress import Bar
 from amkspec.exit_codes import EXIT_REJECTED
 from amkspec.ir import TARGETS, AmkspecError, BufferKind, DType, MegakernelProgram, ScheduleConfig
 
@@ -43,7 +45,6 @@ if TYPE_CHECKING:  # torch is imported only when a command that needs it runs
 DEFAULT_PROMPT = "7,25,103"
 """The prompt of ``decode`` (and of the demo) when none is given."""
 
-MODEL_NAMES = click.Choice(["medium", "small", "toy", "toy-1L", "toy-2L"])
 DTYPES = click.Choice(["F32", "F16", "BF16"])
 
 
@@ -137,9 +138,11 @@ def read_tensors(path: str) -> dict[str, Any]:
     fail(f"{path}: unknown tensor file type {suffix!r} (use .npz, .safetensors or .json)")
 
 
-def _numpy(t: torch.Tensor) -> np.ndarray:
+def _numpy(t: torch.Tensor | np.ndarray) -> np.ndarray:
     import torch
 
+    if isinstance(t, np.ndarray):
+        return t
     t = t.detach().cpu()
     return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
 
@@ -173,8 +176,10 @@ def _whole_int32(value: np.ndarray) -> bool:
     return bool(int32.min <= value.min() and value.max() <= int32.max)
 
 
-def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None:
-    """The preset model, ``compat`` flag and quantization that re-create ``prog`` exactly, or None."""
+def relowerable(prog: MegakernelProgram, given: ModelConfig | None = None
+                ) -> tuple[ModelConfig, bool, Any] | None:
+    """The model (a preset, or ``given``), ``compat`` flag and quantization that re-create ``prog``
+    exactly, or None."""
     from amkspec.lower import lower
     from amkspec.models import MODELS, QuantSpec
 
@@ -184,12 +189,12 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None
         return None
     text = amkspec.dumps(prog)
     quant = None
-    if meta.get("quantized") and isinstance(meta.get("quant"), dict):
+    if meta.get("quantized") and isinstance(meta.get("quant"), dict) and "native" not in meta["quant"]:
         try:
             quant = QuantSpec(int(meta["quant"]["bits"]), int(meta["quant"]["group"]))
         except (KeyError, TypeError, ValueError):
             return None
-    for model in MODELS.values():
+    for model in [*MODELS.values(), *([given] if given is not None else [])]:
         if model.source != meta.get("model") or model.n_layers != meta.get("n_layers"):
             continue
         for compat in (False, True):
@@ -212,7 +217,7 @@ NO_CONFIG_NOTE = (
 
 
 @main.command("lower")
-@click.argument("model", type=MODEL_NAMES)
+@model_argument()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON, a "
               "program (its config) or 'amkspec propose' output (default: the original's auto tiling, "
               "not the default config evaluate and search start from).")
@@ -224,9 +229,9 @@ NO_CONFIG_NOTE = (
 @quant_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
 @clean_errors
-def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None, dtype: str, batch: int,
-              compat: bool, quant: str | None, group: int, output: str | None) -> None:
-    """Lower one decode step of MODEL into a program (the lowering guide)."""
+def lower_cmd(model: str | Path, config_path: str | None, pos: int, target: str | None, dtype: str,
+              batch: int, compat: bool, quant: str | None, group: int, output: str | None) -> None:
+    """Lower one decode step of MODEL (or --checkpoint) into a program (the lowering guide)."""
     from amkspec.lower import lower
 
     if output:
@@ -242,46 +247,58 @@ def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None,
 
 
 @main.command("weights")
-@click.argument("model", type=MODEL_NAMES)
+@model_argument()
 @click.option("--dtype", type=DTYPES, default=None, help="Default: the model's dtype.")
 @click.option("--seed", type=SEED, default=None, help="Default: the model's seed (0).")
 @quant_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz or .safetensors")
 @clean_errors
-def weights_cmd(model: str, dtype: str | None, seed: int | None, quant: str | None, group: int,
+def weights_cmd(model: str | Path, dtype: str | None, seed: int | None, quant: str | None, group: int,
                 output: str) -> None:
-    """Write MODEL's deterministic weights, keyed by state-dict key (= buffer source).
+    """Write MODEL's weights (a preset's deterministic ones, a checkpoint's imported ones), keyed by
+    state-dict key (= buffer source).
 
     With ``--quant`` the projections are written as their stored levels plus ``<key>.scales``,
     ready for a program lowered with the same ``--quant``/``--group``.
     """
     from amkspec.lower import resolve_model
     from amkspec.models import make_weights, quantize_weights
+    from amkspec.models.registry import model_weights
 
     m = resolve_model(model)
-    weights = make_weights(m, DType[dtype] if dtype else None, seed)
+    if m.checkpoint is not None and seed is not None:
+        fail(f"--seed: model {m.name!r} has its checkpoint's weights, not seeded ones")
+    weights = (_bound(model_weights(m, DType[dtype] if dtype else None)) if m.checkpoint is not None
+               else make_weights(m, DType[dtype] if dtype else None, seed))
     spec = _quant(quant, group)
     if spec is not None:
         weights = quantize_weights(m, weights, spec)[0]
     if output.endswith(".safetensors"):
+        import torch
         from safetensors import SafetensorError
         from safetensors.torch import save_file
 
         with output_file(output) as tmp:
             try:
-                save_file(weights, tmp)
+                save_file({k: torch.as_tensor(v) for k, v in weights.items()}, tmp)
             except SafetensorError as exc:
                 fail(f"{output}: cannot write: {exc}")
     elif output.endswith(".npz"):
         save_npz(output, {k: _numpy(v) for k, v in weights.items()})
     else:
         fail(f"{output}: use a .npz or .safetensors file name")
-    click.echo(f"{output}: {len(weights)} tensors, {sum(v.numel() for v in weights.values())} parameters")
+    click.echo(f"{output}: {len(weights)} tensors, {sum(int(np.prod(v.shape)) for v in weights.values())} "
+               "values")
 
 
 @main.command("run")
 @click.argument("program", type=click.Path(dir_okay=False))
-@click.option("--weights", "weights_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--weights", "weights_path", type=click.Path(dir_okay=False),
+              help="Weights by buffer source (.npz or .safetensors).")
+@click.option("--model", "model_name", type=MODEL_NAMES, help="Take the weights of this model instead.")
+@click.option("--checkpoint", type=click.Path(), metavar="PATH",
+              help="Take the weights of this checkpoint instead.")
+@click.option("--dequantize", is_flag=True, help=DEQUANTIZE_HELP)
 @click.option("--inputs", "inputs_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--kv", "kv_path", type=click.Path(dir_okay=False), help="KV caches by buffer name (.npz).")
 @click.option("--steps", type=click.IntRange(1), default=1, show_default=True,
@@ -291,23 +308,29 @@ def weights_cmd(model: str, dtype: str | None, seed: int | None, quant: str | No
 @vm_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Outputs as .npz.")
 @clean_errors
-def run_cmd(program: str, weights_path: str, inputs_path: str, kv_path: str | None, steps: int, policy: str,
-            seed: int, vm_name: str, output: str | None) -> None:
-    """Run PROGRAM on the ReferenceVM (or --vm); print each launch's argmax; exit 1 if refused or stuck."""
+def run_cmd(program: str, weights_path: str | None, model_name: str | None, checkpoint: str | None,
+            dequantize: bool, inputs_path: str, kv_path: str | None, steps: int, policy: str, seed: int,
+            vm_name: str, output: str | None) -> None:
+    """Run PROGRAM on the ReferenceVM (or --vm) with --weights, or a model's (--model/--checkpoint);
+    print each launch's argmax; exit 1 if refused or stuck."""
     import torch
 
-    from amkspec.lower import lower
+    from amkspec.lower import lower, resolve_model
     from amkspec.vm import DeadlockError, ExecutionError, RefusedProgram
 
+    if [weights_path, model_name, checkpoint].count(None) != 2:
+        fail("give exactly one of --weights, --model and --checkpoint")
     if output:
         refuse_inputs(output, [program, weights_path, inputs_path, kv_path])
     prog = load_program(program)
-    origin = relowerable(prog) if steps > 1 else None
+    model_of = chosen_model(model_name, checkpoint) if weights_path is None else None
+    m = resolve_model(dequantized(model_of, dequantize)) if model_of is not None else None
+    origin = relowerable(prog, m) if steps > 1 else None
     if steps > 1 and origin is None:
         fail(f"{program}: --steps {steps} needs a program made by `amkspec lower` (re-lowered per step)")
     if origin is not None:
         _check_positions(program, int(prog.meta["pos"]), steps, origin[0])
-    weights = read_tensors(weights_path)
+    weights = _bound(_weights(m)) if m is not None else read_tensors(str(weights_path))
     inputs = read_tensors(inputs_path)
     if inputs_path.lower().endswith(".json"):
         inputs = _typed_inputs(prog, inputs)
@@ -386,14 +409,14 @@ def _check_pos_input(prog: MegakernelProgram, inputs: Mapping[str, Any], steps: 
              f"rows [0, {min(rows)}); nothing was run")
 
 
-def _prompt(text: str) -> list[int]:
-    """Token ids of ``--prompt`` ("1,2,3")."""
+def _prompt(text: str, option: str = "--prompt-ids") -> list[int]:
+    """Token ids of ``--prompt-ids`` ("1,2,3")."""
     try:
         tokens = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        fail(f"--prompt: expected comma-separated integers, got {text!r}")
+        fail(f"{option}: expected comma-separated integers, got {text!r}")
     if not tokens:
-        fail("--prompt: give at least one token id")
+        fail(f"{option}: give at least one token id")
     return tokens
 
 
@@ -405,10 +428,36 @@ def _step_line(step: DecodeStep) -> str:
     return f"pos {step.pos:3d} fed {list(step.fed)} vm→{list(step.vm_next)} eager→{eager} {err}{verdict}"
 
 
+def _weights(m: ModelConfig, native: bool | None = None) -> Any:
+    """The model's weights (:func:`~amkspec.models.registry.model_weights`; ``native`` False: the
+    float32 ones), with a progress bar on a terminal while a checkpoint is read."""
+    from amkspec.models.registry import checkpoint_of, model_weights
+
+    found = checkpoint_of(m)
+    if found is None:
+        return model_weights(m)
+    what = "float32 " if native is False and m.native_quant else ""
+    bar = Bar(len(found.tensor_types), f"reading {what}{m.name}", "tensor")
+    try:
+        return found.read_weights(bar.update, native=native)
+    finally:
+        bar.close()
+
+
+def _bound(weights: Mapping[str, Any]) -> dict[str, Any]:
+    """The arrays a program binds: a native quantized weight as its levels and ``.scales`` table."""
+    from amkspec.models.quant import native_weights
+
+    return native_weights(weights)[1]
+
+
 @main.command("decode")
-@click.argument("model", type=MODEL_NAMES)
-@click.option("--prompt", default=DEFAULT_PROMPT, show_default=True, help="Comma-separated token ids.")
-@click.option("--steps", type=click.IntRange(1), default=4, show_default=True, help="Tokens to generate.")
+@model_argument()
+@click.option("--prompt", "prompt_text", default=None, help="Text to continue (a model with a tokenizer).")
+@click.option("--prompt-ids", default=None, help=f"Comma-separated token ids [default: {DEFAULT_PROMPT} "
+              "when there is no --prompt].")
+@click.option("--tokens", "--steps", "tokens", type=click.IntRange(1), default=4, show_default=True,
+              help="Tokens to generate.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON.")
 @click.option("--target", type=click.Choice(sorted(TARGETS)), default=None)
 @click.option("--dtype", type=DTYPES, default="F32", show_default=True)
@@ -416,26 +465,65 @@ def _step_line(step: DecodeStep) -> str:
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @quant_options
 @vm_option
+@click.option("--no-check", is_flag=True, help="Skip the eager model: feed back the VM's own argmax.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report instead of lines.")
 @clean_errors
-def decode_cmd(model: str, prompt: str, steps: int, config_path: str | None, target: str | None, dtype: str,
-               policy: str, seed: int, quant: str | None, group: int, vm_name: str, as_json: bool) -> None:
-    """Greedy-decode MODEL on the ReferenceVM (or --vm) and the eager model side by side; exit 1 if they
-    disagree."""
+def decode_cmd(model: str | Path, prompt_text: str | None, prompt_ids: str | None, tokens: int,
+               config_path: str | None, target: str | None, dtype: str, policy: str, seed: int,
+               quant: str | None, group: int, vm_name: str, no_check: bool, as_json: bool) -> None:
+    """Greedy-decode MODEL (or --checkpoint) on the ReferenceVM (or --vm), the eager model alongside;
+    print the text and the token ids. Exit 1 if the VM and the eager model disagree."""
+    from amkspec.lower import resolve_model
     from amkspec.lower.decode import greedy_decode
+    from amkspec.models.registry import model_tokenizer
 
-    run = greedy_decode(model, _prompt(prompt), steps, config=read_config(config_path), target=target,
-                        dtype=DType[dtype], quant=_quant(quant, group), policy=_policy(policy, seed),
-                        on_step=None if as_json else lambda s: click.echo(_step_line(s)),
-                        make_vm=lambda p: make_vm(vm_name, p, _policy(policy, seed)))
+    if prompt_text is not None and prompt_ids is not None:
+        fail("give --prompt or --prompt-ids, not both")
+    m = resolve_model(model)
+    tokenizer = model_tokenizer(m)
+    if prompt_text is not None:
+        if tokenizer.tokenizer is None:
+            fail(f"--prompt: {tokenizer.note}; use --prompt-ids")
+        ids = tokenizer.encode(prompt_text)
+        if not ids:
+            fail("--prompt: the text has no tokens")
+    else:
+        ids = _prompt(prompt_ids if prompt_ids is not None else DEFAULT_PROMPT)
+    config = read_config(config_path)
+    _weights(m)  # read now, with a progress bar; greedy_decode takes them from the import
+    if not no_check and m.native_quant:
+        _weights(m, native=False)  # the eager model's float32 values
+    bar = Bar(len(ids) + tokens - 1, "decoding", "launch")
+
+    def on_step(step: DecodeStep) -> None:
+        bar.update()
+        if not as_json:
+            click.echo(_step_line(step))
+
+    try:
+        run = greedy_decode(m, ids, tokens, config=config, target=target, dtype=DType[dtype],
+                            quant=_quant(quant, group), policy=_policy(policy, seed), eager=not no_check,
+                            on_step=on_step, make_vm=lambda p: make_vm(vm_name, p, _policy(policy, seed)))
+    finally:
+        bar.close()
+    new_ids = run.vm_generated[0]
+    text = tokenizer.decode(new_ids) if tokenizer.tokenizer is not None else None
     if as_json:
-        echo_json({"model": model, "dtype": dtype, "agree": run.agree, "generated": run.generated[0],
+        echo_json({"model": m.name, "dtype": dtype, "vm": vm_name, "prompt": prompt_text, "prompt_ids": ids,
+                   "new_ids": new_ids, "text": text, "agree": run.agree, "lowered": run.lowered,
                    "steps": [{"pos": s.pos, "fed": list(s.fed), "vm_next": list(s.vm_next),
                               "eager_next": list(s.eager_next or []),
                               "check": s.check.to_dict() if s.check else None} for s in run.steps]})
     else:
-        click.echo(f"generated {run.generated[0]}; max abs err {run.max_abs_err:.3g}; "
-                   + ("VM and eager agree" if run.agree else "VM and eager DISAGREE"))
+        click.echo(f"prompt ids: {ids}")
+        click.echo(f"new ids: {new_ids}")
+        if text is not None:
+            click.echo(f"text: {tokenizer.decode([*ids, *new_ids])}")
+        verdict = "no eager check" if no_check else ("VM and eager agree" if run.agree else
+                                                     "VM and eager DISAGREE")
+        click.echo(f"{len(run.steps)} launches, {run.lowered} lowering(s); "
+                   f"max abs err {run.max_abs_err:.3g}; "
+                   f"{verdict}")
     if not run.agree:
         raise SystemExit(EXIT_REJECTED)
 

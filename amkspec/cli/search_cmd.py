@@ -16,13 +16,12 @@ import click
 
 from amkspec.cli.base import clean_errors, echo_json, fail, main
 from amkspec.cli.files import read_json_file
+from amkspec.cli.model_arg import model_argument, model_label
 from amkspec.cli.params import SEED, SHARE, VM_TIMEOUT
-from amkspec.cli.run_cmd import MODEL_NAMES, VM_CHOICE
+from amkspec.cli.run_cmd import VM_CHOICE
 from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
 from amkspec.ir import TARGETS
 
-RUNNABLE_MODELS = click.Choice(["medium", "toy", "toy-1L", "toy-2L"])
-"""Models whose weights are made to run them (``small`` is a lowering-only preset)."""
 TARGET_NAMES = click.Choice(sorted(TARGETS))
 
 
@@ -60,7 +59,7 @@ def read_config_document(path: str) -> Any:
 
 
 @main.command("evaluate")
-@click.argument("model", type=RUNNABLE_MODELS)
+@model_argument(runnable=True)
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON, or "
               "the output of 'amkspec propose' (default: the default config).")
@@ -71,7 +70,7 @@ def read_config_document(path: str) -> Any:
               help="Write a rejection's counterexample here.")
 @lowering_option
 @clean_errors
-def evaluate_cmd(model: str, target: str, config_path: str | None, vm: str, timeout_s: float,
+def evaluate_cmd(model: str | Path, target: str, config_path: str | None, vm: str, timeout_s: float,
                  witness_dir: str | None, lowering_spec: str | None) -> None:
     """Lower, validate, run and time one ScheduleConfig; print the JSON verdict.
 
@@ -87,16 +86,16 @@ def evaluate_cmd(model: str, target: str, config_path: str | None, vm: str, time
 
 
 @main.command("propose")
-@click.argument("model", type=MODEL_NAMES)
+@model_argument(dequantize=False)
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @clean_errors
-def propose_cmd(model: str, target: str) -> None:
+def propose_cmd(model: str | Path, target: str) -> None:
     """Print the edit surface: the default config, its id and every knob with the target's caps."""
     from amkspec.lower import knobs
 
     tgt = TARGETS[target]
     echo_json({
-        "model": model, "target": target,
+        "model": model_label(model), "target": target,
         "caps": {"num_sms": tgt.num_sms, "smem_bytes_per_block_optin": tgt.smem_bytes_per_block_optin,
                  "smem_bytes_per_sm": tgt.smem_bytes_per_sm, "threads_per_block": [knobs.WARP,
                                                                                   knobs.MAX_THREADS_PER_BLOCK]},
@@ -135,7 +134,7 @@ class _Progress:
 
 
 @main.command("search")
-@click.argument("model", type=RUNNABLE_MODELS)
+@model_argument(runnable=True, dequantize=False)
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
 @click.option("--budget", required=True, type=click.IntRange(1, 100_000),
               help="Trials in all (with --resume: the new total).")
@@ -155,7 +154,8 @@ class _Progress:
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @lowering_option
 @clean_errors
-def search_cmd(model: str, target: str, budget: int, seed: int, explore: float, probe: float, beam: int,
+def search_cmd(model: str | Path, target: str, budget: int, seed: int, explore: float, probe: float,
+               beam: int,
                vm: str, timeout_s: float, out_dir: str | None, resume: bool, plot_path: str | None,
                quiet: bool, lowering_spec: str | None) -> None:
     """Search ScheduleConfigs: correctness first, then a strict 1% latency win (keep/revert).
@@ -165,8 +165,8 @@ def search_cmd(model: str, target: str, budget: int, seed: int, explore: float, 
     """
     from amkspec.search import Search, SearchOptions
 
-    out = Path(out_dir or f"search-{model}-{target}")
-    options = SearchOptions(model, target, budget, seed, explore, beam, probe, vm)
+    out = Path(out_dir or f"search-{model_label(model)}-{target}")
+    options = SearchOptions(str(model), target, budget, seed, explore, beam, probe, vm)
     run = Search(options, out, resume=resume, timeout_s=timeout_s, lowering=load_lowering(lowering_spec))
     progress = _Progress(budget, len(run.trials), quiet)
     try:
@@ -176,7 +176,8 @@ def search_cmd(model: str, target: str, budget: int, seed: int, explore: float, 
     if plot_path:
         from amkspec.search.plot import plot_trials
 
-        plot_trials(result.trials, plot_path, f"amkspec search {model} --target {target} (seed {seed})")
+        title = f"amkspec search {model_label(model)} --target {target} (seed {seed})"
+        plot_trials(result.trials, plot_path, title)
     echo_json(result.summary())
     if result.interrupted:
         click.echo(f"amkspec: interrupted after {len(result.trials)} trials; continue with --resume "

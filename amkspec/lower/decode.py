@@ -1,15 +1,23 @@
-"""The greedy decode loop: re-lower per position, run the ReferenceVM, thread the KV caches, and
-compare every step with the eager model (the lowering guide, "The decode loop and the oracle").
+"""The greedy decode loop: one lowering per position bucket, one VM, the weights bound once, the KV
+caches threaded; every step compared with the eager model (the lowering guide, "The decode loop and
+the oracle", "Decoding without waste").
 
-Each launch is one decode step at absolute position ``pos`` (``kv_len = pos + 1``). Prompt tokens
-are fed one per step; after the prompt, the next token is the argmax of the eager model's logits
-(the reference), so the VM and the eager model always see the same tokens and a disagreement
-shows up as a failed :class:`~amkspec.models.LogitCheck` rather than a diverged sequence. With
-``eager=False`` the VM's own argmax is fed back.
+Each launch is one decode step at absolute position ``pos`` (``kv_len = pos + 1``). The first launch
+lowers the step; each later one moves the same program to its position
+(:func:`~amkspec.lower.positions.at_position`) and, on a ReferenceVM, hands it to the same VM
+(:meth:`~amkspec.vm.ReferenceVM.advance`: validated, nothing bound again, the caches carried). Only a
+change of split-KV shard count lowers again (a new position bucket); a VM without ``advance`` (the
+megakernel) is built per launch from the moved program, given the previous launch's caches.
+
+Prompt tokens are fed one per step; after the prompt, the next token is the argmax of the eager
+model's logits (the reference), so the VM and the eager model always see the same tokens and a
+disagreement shows up as a failed :class:`~amkspec.models.LogitCheck` rather than a diverged
+sequence. With ``eager=False`` the VM's own argmax is fed back.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,7 +27,8 @@ import torch
 
 from amkspec.ir import BufferKind, DType, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.lower.lowering import LoweringError, lower, resolve_model
-from amkspec.models import EagerDecoder, LogitCheck, ModelConfig, compare_logits, make_weights
+from amkspec.lower.positions import at_position
+from amkspec.models import EagerDecoder, LogitCheck, ModelConfig, compare_logits
 from amkspec.models.quant import (
     NativeQuant,
     QuantSpec,
@@ -28,6 +37,7 @@ from amkspec.models.quant import (
     native_weights,
     quantize_weights,
 )
+from amkspec.models.registry import eager_weights, model_weights
 from amkspec.vm import Policy, ReferenceVM
 
 
@@ -42,19 +52,78 @@ class DecodeStep:
     check: LogitCheck | None
     sched_s: float
     compute_s: float
+    logits: torch.Tensor | None = attrs.field(default=None, repr=False, eq=False)
+    """The VM's logits ``[B, vocab]``."""
+
+
+class Generation:
+    """The machinery of one generation (see the module doc): ``launch(pos, tokens)`` → the logits.
+
+    ``lowered`` counts the lowerings and ``built`` the VMs made so far.
+    """
+
+    def __init__(self, model: ModelConfig, weights: Mapping[str, Any], *,
+                 config: ScheduleConfig | Mapping[str, Any] | None, target: GpuTarget | str | None,
+                 dtype: DType, batch: int, quant: QuantSpec | NativeQuant | None,
+                 make_vm: Callable[[MegakernelProgram], Any]) -> None:
+        self.model, self.weights, self.config, self.target = model, weights, config, target
+        self.dtype, self.batch, self.quant, self.make_vm = dtype, batch, quant, make_vm
+        self.program: MegakernelProgram | None = None
+        self.vm: Any = None
+        self.kv: dict[str, Any] | None = None
+        self.lowered = self.built = 0
+
+    def _program(self, pos: int) -> tuple[MegakernelProgram, bool]:
+        """The step at ``pos`` and whether it is a new position bucket (lowered again)."""
+        moved = at_position(self.program, pos) if self.program is not None else None
+        if moved is not None:
+            return moved, False
+        self.lowered += 1
+        return lower(self.model, self.target, self.config, pos=pos, dtype=self.dtype, B=self.batch,
+                     quant=self.quant), True
+
+    def launch(self, pos: int, tokens: Sequence[int]) -> Any:
+        """Run the step at ``pos`` fed ``tokens``; the logits ``[B, vocab]`` (the caches are carried)."""
+        prog, fresh = self._program(pos)
+        advance = getattr(self.vm, "advance", None)
+        if not fresh and advance is not None:
+            advance(prog)
+        else:
+            if self.vm is not None and hasattr(self.vm, "caches"):
+                self.kv = self.vm.caches
+            self.vm = self.make_vm(prog)
+            self.built += 1
+        self.program = prog
+        if hasattr(self.vm, "advance"):  # the ReferenceVM carries its caches itself
+            out = self.vm.run(self.weights, step_inputs(pos, tokens), self.kv, kv_out=False)
+            self.kv = None
+        else:
+            out = self.vm.run(self.weights, step_inputs(pos, tokens), self.kv)
+            self.kv = {b.name: out[b.name] for b in prog.buffers if b.kind is BufferKind.KV_CACHE}
+        return out["logits"]
 
 
 @attrs.define
 class DecodeRun:
-    """All steps of a decode and the generated tokens of each sequence."""
+    """All steps of a decode, the generated tokens of each sequence (what was fed after the prompt)
+    and the VM's own argmax after the prompt (:attr:`vm_generated`)."""
 
     steps: list[DecodeStep] = attrs.Factory(list)
     generated: list[list[int]] = attrs.Factory(list)
+    lowered: int = 0
+    """How many times the step was lowered (one per position bucket)."""
+    vms_built: int = 0
 
     @property
     def agree(self) -> bool:
         """Every compared step passed the oracle (the lowering guide)."""
         return all(s.check is None or s.check.passed for s in self.steps)
+
+    @property
+    def vm_generated(self) -> list[list[int]]:
+        """Each sequence's VM argmax of every launch from the last prompt token on."""
+        first = len(self.steps) - len(self.generated[0]) if self.generated else 0
+        return [[s.vm_next[i] for s in self.steps[first:]] for i in range(len(self.generated))]
 
     @property
     def max_abs_err(self) -> float:
@@ -82,7 +151,7 @@ def _prompts(prompt: Sequence[int] | Sequence[Sequence[int]]) -> list[list[int]]
 
 
 def greedy_decode(
-    model: ModelConfig | str,
+    model: ModelConfig | str | os.PathLike[str],
     prompt: Sequence[int] | Sequence[Sequence[int]],
     steps: int,
     *,
@@ -98,12 +167,12 @@ def greedy_decode(
 ) -> DecodeRun:
     """Generate ``steps`` tokens after ``prompt`` (one list, or B equal-length lists) on the ReferenceVM.
 
-    ``weights`` (default: the model's deterministic ones) are floating point; with ``quant`` the
-    program gets their quantized levels and the eager model their dequantized values. Weights given
-    as :class:`~amkspec.models.quant.QuantTensor` (e.g. GGUF Q4_1 / Q8_0) are lowered natively and
-    the eager model gets their exact dequantized values.
-    ``make_vm`` builds the VM of each launch (default: a ReferenceVM under ``policy``); any object
-    with ReferenceVM's ``run`` will do (e.g. ``vm_cuda.MegakernelVM``).
+    ``weights`` (default: the model's, :func:`~amkspec.models.registry.model_weights`) are floating
+    point; with ``quant`` the program gets their quantized levels and the eager model their
+    dequantized values. Weights given as :class:`~amkspec.models.quant.QuantTensor` (e.g. GGUF
+    Q4_1 / Q8_0) are lowered natively and the eager model gets their exact dequantized values.
+    ``make_vm`` builds a VM for a program (default: a ReferenceVM under ``policy``); any object with
+    ReferenceVM's ``run`` will do (e.g. ``vm_cuda.MegakernelVM``).
     """
     m = resolve_model(model)
     rows = _prompts(prompt)
@@ -114,33 +183,31 @@ def greedy_decode(
         raise LoweringError(f"prompt + steps need {launches} positions, model {m.name!r} has {m.max_seq}")
     if any(not 0 <= t < m.vocab for r in rows for t in r):
         raise LoweringError(f"prompt tokens must lie in [0, {m.vocab})")
-    w: Mapping[str, Any] = make_weights(m) if weights is None else weights
-    eager_w = w
+    w: Mapping[str, Any] = model_weights(m) if weights is None else weights
+    eager_w: Mapping[str, Any] = w
     layout: QuantSpec | NativeQuant | None = quant
     if quant is not None:
         w, eager_w = quantize_weights(m, {k: torch.as_tensor(v) for k, v in w.items()}, quant)
     elif any(isinstance(v, QuantTensor) for v in w.values()):
-        eager_w = dequantized_weights(w)
+        if eager:
+            eager_w = eager_weights(m) if weights is None else dequantized_weights(w)
         layout, w = native_weights(w)
     ref = EagerDecoder(m, eager_w, dtype) if eager else None
+    gen = Generation(m, w, config=config, target=target, dtype=dtype, batch=len(rows), quant=layout,
+                     make_vm=make_vm or (lambda p: ReferenceVM(p, policy=policy)))
     run = DecodeRun(generated=[[] for _ in rows])
-    kv: dict[str, torch.Tensor] | None = None
     fed = [r[0] for r in rows]
     for pos in range(launches):
-        prog = lower(m, target, config, pos=pos, dtype=dtype, B=len(rows), quant=layout)
-        vm = make_vm(prog) if make_vm is not None else ReferenceVM(prog, policy=policy)
-        out = vm.run(w, step_inputs(pos, fed), kv)
-        kv = {b.name: out[b.name] for b in prog.buffers if b.kind is BufferKind.KV_CACHE}
-        logits = out["logits"]
+        logits = gen.launch(pos, fed)
         vm_next = tuple(int(i) for i in logits.float().argmax(-1).reshape(-1))
         eager_next, check = None, None
         if ref is not None:
             expected = ref.step(fed)
             eager_next = tuple(int(i) for i in expected.float().argmax(-1).reshape(-1))
             check = compare_logits(logits, expected, dtype)
-        stats = getattr(vm, "last_stats", None)
+        stats = getattr(gen.vm, "last_stats", None)
         step = DecodeStep(pos, tuple(fed), vm_next, eager_next, check,
-                          stats.sched_s if stats else 0.0, stats.compute_s if stats else 0.0)
+                          stats.sched_s if stats else 0.0, stats.compute_s if stats else 0.0, logits)
         run.steps.append(step)
         if on_step is not None:
             on_step(step)
@@ -149,4 +216,5 @@ def greedy_decode(
             for seq, tok in zip(run.generated, nxt, strict=True):
                 seq.append(tok)
         fed = [r[pos + 1] for r in rows] if pos + 1 < len(rows[0]) else list(nxt)
+    run.lowered, run.vms_built = gen.lowered, gen.built
     return run

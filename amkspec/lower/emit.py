@@ -32,6 +32,13 @@ SCRATCH_DTYPE = {dtype: name for name, dtype in RECIPE_DTYPES.items() if dtype i
 """The recipe ``out_dtype`` of a fused step's scratch: the activation dtype of the unfused tensor."""
 
 
+def attention_cost(batch: int, kv_len: int, n_heads: int, n_kv_heads: int, head_dim: int, dbytes: int
+                   ) -> tuple[int, int]:
+    """``(est_bytes, est_flops)`` of an ATTENTION_TILE over ``kv_len`` positions (the original's
+    annotation)."""
+    return batch * 2 * kv_len * n_kv_heads * head_dim * dbytes, batch * 4 * n_heads * head_dim * kv_len
+
+
 @attrs.define
 class Ready:
     """A tensor and the wait a reader needs (None for read-only externals)."""
@@ -87,6 +94,8 @@ class StepEmitter:
     quant: QuantSpec | NativeQuant | None = None
     fusion: tuple[tuple[str, ...], ...] = ()
     b: ProgramBuilder = attrs.Factory(ProgramBuilder)
+    weight_ids: dict[str, int] = attrs.Factory(dict)
+    """Weight buffer by state-dict key: a key read twice (a tied lm head) is one buffer."""
     quantized: dict[str, list[Ready]] = attrs.Factory(dict)
     """Weight key → its quantized buffers (levels, table), made once per key."""
 
@@ -98,7 +107,9 @@ class StepEmitter:
         return self.b.new_buffer(name, kind, self.dtype, shape)
 
     def _weight(self, key: str, shape: tuple[int, ...]) -> int:
-        return self.b.new_buffer(key, BufferKind.WEIGHT, self.dtype, shape, source=key)
+        if key not in self.weight_ids:
+            self.weight_ids[key] = self.b.new_buffer(key, BufferKind.WEIGHT, self.dtype, shape, source=key)
+        return self.weight_ids[key]
 
     def _task(self, op: Op, label: str, inputs: list[Ready], out: int, params: dict[str, Any],
               cost: tuple[int, int], counter: int | None = None, sm: int | None = None) -> Ready:
@@ -240,8 +251,7 @@ class StepEmitter:
 
     def _attention_cost(self, kv_len: int) -> tuple[int, int]:
         c = self.model
-        return (self.batch * 2 * kv_len * c.kv_dim * self.dbytes,
-                self.batch * 4 * c.n_heads * c.head_dim * kv_len)
+        return attention_cost(self.batch, kv_len, c.n_heads, c.n_kv_heads, c.head_dim, self.dbytes)
 
     def elementwise(self, op: Op, label: str, a: Ready, b: Ready, out_name: str, width: int) -> Ready:
         out = self._act(out_name, self._rows(width))
@@ -317,5 +327,5 @@ class StepEmitter:
         for n in range(c.n_layers):
             x = self.layer(n, x, ids, pos)
         hf = self.rmsnorm("final_norm", x, "final_norm", "hf")
-        self.projection("lm_head", hf, "lm_head.weight", "logits", c.vocab, c.hidden, BufferKind.IO_OUTPUT)
+        self.projection("lm_head", hf, c.lm_head_key, "logits", c.vocab, c.hidden, BufferKind.IO_OUTPUT)
         return self.b

@@ -170,6 +170,13 @@ def default_config() -> ScheduleConfig:
     return ScheduleConfig(tiling={"gemv": {"N_tile": 64}, "attention": {"kv_block": 128}})
 
 
+def coarse_config() -> ScheduleConfig:
+    """One tile per projection (``N_tile`` at its maximum), no SM placement and no page reuse: the
+    fewest tasks a decode step lowers to, the ReferenceVM's fastest schedule (the lowering guide,
+    "Real checkpoints")."""
+    return ScheduleConfig(tiling={"gemv": {"N_tile": 1 << 16}}, sm_assignment={}, page_allocation="none")
+
+
 def clip(text: str, limit: int = 300) -> str:
     """``text`` on one line, ASCII only (lone surrogates escaped), at most ``limit`` characters."""
     flat = " ".join(text.split()).encode("ascii", "backslashreplace").decode("ascii")

@@ -10,6 +10,7 @@ PageAllocation. Every config is first checked by :mod:`amkspec.lower.knobs`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,20 +20,23 @@ from amkspec.lower.errors import LoweringError
 from amkspec.lower.knobs import MAX_BATCH, require_valid
 from amkspec.lower.pages import allocate_pages
 from amkspec.lower.sm_assign import assign_sms
-from amkspec.models.config import MODELS, ModelConfig
+from amkspec.models.config import ModelConfig
 from amkspec.models.quant import NativeQuant, QuantSpec
+from amkspec.models.registry import UnknownModel, model_layout, resolve
 
 LOWERABLE_DTYPES = (DType.F32, DType.F16, DType.BF16)
 
 
-def resolve_model(model: ModelConfig | str) -> ModelConfig:
-    """A preset by name (``toy``, ``toy-2L``, ``medium``, ``small``) or the config itself."""
-    if isinstance(model, ModelConfig):
-        return model
+def resolve_model(model: ModelConfig | str | os.PathLike[str]) -> ModelConfig:
+    """The config itself, a model by name (a preset or a built-in checkpoint,
+    :data:`~amkspec.models.registry.MODEL_NAMES`) or the checkpoint at a path
+    (:mod:`amkspec.models.registry`)."""
+    if not isinstance(model, ModelConfig | str | os.PathLike):
+        raise LoweringError(f"unknown model {model!r} (give a name, a checkpoint path or a ModelConfig)")
     try:
-        return MODELS[model]
-    except (KeyError, TypeError):
-        raise LoweringError(f"unknown model {model!r} (known: {', '.join(MODELS)})") from None
+        return resolve(model)
+    except UnknownModel as exc:
+        raise LoweringError(str(exc)) from None
 
 
 def resolve_target(target: GpuTarget | str | None) -> GpuTarget | None:
@@ -85,7 +89,7 @@ def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
         raise LoweringError(f"cannot lower to {dtype.name}: use F32, F16 or BF16")
 
 
-def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
+def lower(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str | None = None,
           config: ScheduleConfig | Mapping[str, Any] | None = None, *, pos: int = 0,
           dtype: DType | str = DType.F32, B: int = 1,
           quant: QuantSpec | NativeQuant | Mapping[str, int] | None = None,
@@ -110,8 +114,14 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     tgt = resolve_target(target)
     dtype, quant = _dtype(dtype), _quant(quant)
     _check(m, pos, dtype, B)
+    if m.native_quant:
+        if isinstance(quant, QuantSpec):
+            raise LoweringError(f"model {m.name!r} keeps its checkpoint's quantized tensors: dequantize it "
+                                "(--dequantize) to quantize it again")
+        quant = quant if quant is not None else model_layout(m)
     if quant is not None and B > 1:
-        raise LoweringError("quantized lowering supports one sequence only (B = 1)")
+        hint = " (--dequantize runs the checkpoint in float32)" if m.native_quant else ""
+        raise LoweringError(f"quantized lowering supports one sequence only (B = 1){hint}")
     if isinstance(quant, NativeQuant) and quant.unsupported(m):
         raise LoweringError(f"cannot store {', '.join(quant.unsupported(m)[:3])} quantized: only the "
                             "projections, embed.weight and lm_head.weight of the model can be")

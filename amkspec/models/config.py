@@ -26,6 +26,13 @@ class ModelConfig:
     seed: int = 0
     source: str = "models.toy.ToyLlama"
     """The ``meta.model`` string a lowered program records (the original's class path)."""
+    tied: bool = False
+    """The lm head is the token embedding (tied embeddings): one table, stored and bound once."""
+    checkpoint: str | None = None
+    """The checkpoint file or directory the weights come from (None: deterministic weights)."""
+    native_quant: bool = False
+    """The checkpoint's Q4_1 / Q8_0 tensors are stored as they are (spec §7.9): :func:`~amkspec.lower.lower`
+    lowers them quantized. False: every weight is its float32 dequantization."""
 
     def __attrs_post_init__(self) -> None:
         if min(self.vocab, self.hidden, self.n_layers, self.n_heads, self.n_kv_heads, self.head_dim,
@@ -49,8 +56,14 @@ class ModelConfig:
         """The attention scale ``head_dim ** -0.5``."""
         return float(self.head_dim) ** -0.5
 
+    @property
+    def lm_head_key(self) -> str:
+        """The state-dict key of the lm head's table: the embedding's when tied."""
+        return "embed.weight" if self.tied else "lm_head.weight"
+
     def weight_shapes(self) -> dict[str, tuple[int, ...]]:
-        """State-dict key → shape, in state-dict order (the lowering guide, "Models")."""
+        """State-dict key → shape, in state-dict order (the lowering guide, "Models"); a tied model
+        has no ``lm_head.weight``."""
         h, i = self.hidden, self.intermediate
         shapes: dict[str, tuple[int, ...]] = {"embed.weight": (self.vocab, h)}
         for n in range(self.n_layers):
@@ -65,7 +78,7 @@ class ModelConfig:
             shapes[f"{p}.mlp.up_proj.weight"] = (i, h)
             shapes[f"{p}.mlp.down_proj.weight"] = (h, i)
         shapes["final_norm"] = (h,)
-        shapes["lm_head.weight"] = (self.vocab, h)
+        shapes[self.lm_head_key] = (self.vocab, h)
         return shapes
 
 

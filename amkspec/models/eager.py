@@ -98,7 +98,7 @@ class EagerDecoder:
         return out.reshape(q.shape[0], c.q_dim).to(q.dtype)
 
     def _head(self, x: torch.Tensor) -> torch.Tensor:
-        return self._linear(rms_norm(x, self.w["final_norm"], self.config.rms_eps), "lm_head.weight")
+        return self._linear(rms_norm(x, self.w["final_norm"], self.config.rms_eps), self.config.lm_head_key)
 
     def prefill(self, tokens: Sequence[int]) -> torch.Tensor:
         """Logits ``[S, vocab]`` of a causal forward over ``tokens`` at positions ``0..S-1``."""

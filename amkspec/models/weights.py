@@ -57,5 +57,6 @@ def make_weights(config: ModelConfig, dtype: DType | None = None, seed: int | No
             out[f"{p}.mlp.up_proj.weight"] = _linear(i, h)
             out[f"{p}.mlp.down_proj.weight"] = _linear(h, i)
         out["final_norm"] = torch.ones(h)
-        out["lm_head.weight"] = _linear(config.vocab, h)
+        if not config.tied:
+            out["lm_head.weight"] = _linear(config.vocab, h)
     return {k: v.to(target).contiguous() for k, v in out.items()}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -173,9 +174,10 @@ class Evaluator:
     one). ``witness_dir``: where each distinct rejection's counterexample is written.
     """
 
-    def __init__(self, model: ModelConfig | str, target: GpuTarget | str, *, vm: str = "reference",
-                 timeout_s: float = 10.0, lowering: Lowering | None = None, runner: VmRunner | None = None,
-                 witness_dir: str | Path | None = None, token: int = TOKEN) -> None:
+    def __init__(self, model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str, *,
+                 vm: str = "reference", timeout_s: float = 10.0, lowering: Lowering | None = None,
+                 runner: VmRunner | None = None, witness_dir: str | Path | None = None,
+                 token: int = TOKEN) -> None:
         self.model = resolve_model(model)
         tgt = resolve_target(target)
         if tgt is None:
@@ -264,10 +266,12 @@ class Evaluator:
     def reference(self) -> tuple[dict[str, Any], Any]:
         """The model's weights and the eager logits of the probe token at position 0."""
         if self._reference is None:
-            from amkspec.models import EagerDecoder, make_weights
+            from amkspec.models import EagerDecoder
+            from amkspec.models.quant import native_weights
+            from amkspec.models.registry import eager_weights, model_weights
 
-            weights = make_weights(self.model)
-            logits = EagerDecoder(self.model, weights).prefill([self.token])[-1:]
+            weights = native_weights(model_weights(self.model))[1]  # a native checkpoint's arrays
+            logits = EagerDecoder(self.model, eager_weights(self.model)).prefill([self.token])[-1:]
             self._reference = (weights, logits)
         return self._reference
 
@@ -335,7 +339,7 @@ class Evaluator:
             return None
 
 
-def evaluate(model: ModelConfig | str, target: GpuTarget | str,
+def evaluate(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str,
              config: ScheduleConfig | Mapping[str, Any] | None = None, *, vm: str = "reference",
              timeout_s: float = 10.0, lowering: Lowering | None = None,
              witness_dir: str | Path | None = None) -> Verdict:

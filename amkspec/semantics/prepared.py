@@ -70,7 +70,9 @@ def _linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step
 
 def _quantized_linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
     """The quantized tile ``[x, qW, table]`` with float32 x and out: the reference's
-    :func:`~amkspec.semantics.quant.dequantize` of the tile's rows (sliced once, here), then ``x @ W.T``."""
+    :func:`~amkspec.semantics.quant.dequantize` of the tile's rows (sliced once, here), then ``x @ W.T``.
+    The dequantized rows are kept with a copy of the levels and table they came from, and computed
+    again only when those differ (a decode launches the same weights again and again)."""
     x, out = inputs[0], outputs[0] if outputs else None
     if out is None or x.dtype != _F32 or out.dtype != _F32 or x.dim() != 2 or out.dim() != 2:
         return None
@@ -86,15 +88,19 @@ def _quantized_linear(inputs: list[Tensor], outputs: list[Tensor], params: Param
     if view.shape != (x.shape[0], n_tile) or x.shape[-1] != k:
         return None
     qdtype = int(params["qdtype"])
-    dequantize, reference, error = quant.dequantize, linear.linear_tile, OpError
+    dequantize, reference, error, equal = quant.dequantize, linear.linear_tile, OpError, torch.equal
+    kept: list[Tensor] = []  # the levels and table the rows were dequantized from, and the rows
 
     def step() -> None:
-        try:
-            w = dequantize(q_rows, table, None, qdtype, group, k, affine)
-        except error:  # operands the reference refuses: it raises its error
-            reference(inputs, outputs, params)
-            return
-        view.copy_(x @ w.T)
+        if not (kept and equal(q_rows, kept[0]) and equal(table, kept[1])):
+            kept.clear()
+            try:
+                w = dequantize(q_rows, table, None, qdtype, group, k, affine)
+            except error:  # operands the reference refuses: it raises its error
+                reference(inputs, outputs, params)
+                return
+            kept.extend((q_rows.clone(), table.clone(), w))
+        view.copy_(x @ kept[2].T)
 
     return step
 

@@ -129,16 +129,19 @@ def highlight_tasks(prog: MegakernelProgram, which: str) -> tuple[str, tuple[int
 
 
 def write_graph(
-    prog: MegakernelProgram, source: str, *, svg: str | None, png: str | None, highlight: str | None
+    prog: MegakernelProgram, source: str, *, svg: str | None, png: str | None, highlight: str | None,
+    layer: int | None = None, around: int | None = None,
 ) -> list[str]:
-    """Write the program graph, highlighting the tasks of one finding when asked."""
-    from amkspec.viz.graph import graph_figure
+    """Write the program graph, highlighting the tasks of one finding when asked; ``layer`` or
+    ``around`` draws one decoder layer or one task's neighbourhood (:class:`~amkspec.viz.graph.Focus`)."""
+    from amkspec.viz.graph import Focus, graph_figure
 
     title, tasks = f"{source}: program graph", tuple[int, ...]()
     if highlight is not None:
         what, tasks = highlight_tasks(prog, highlight)
         title = f"{source}: {what}"
-    fig = graph_figure(prog, tasks, title)
+    focus = Focus(layer, around) if layer is not None or around is not None else None
+    fig = graph_figure(prog, tasks, title, focus=focus)
     lines = []
     for path, fmt in _targets(source, (svg, "svg"), (png, "png")):
         canvas.save(fig, path, fmt)

@@ -14,11 +14,13 @@ import textwrap
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from amkspec.ir import MegakernelProgram
+import attrs
+
+from amkspec.ir import AmkspecError, MegakernelProgram
 from amkspec.viz import canvas
-from amkspec.viz.layout import GraphScene, Port, graph_scene
+from amkspec.viz.layout import GraphScene, Port, graph_scene, neighbourhood
 from amkspec.viz.palette import INK, MUTED, VIOLATION, op_colour
-from amkspec.viz.program import ProgramIndex, index_program
+from amkspec.viz.program import ProgramIndex, collapse_tiles, index_program
 from amkspec.viz.scene import gid
 
 if TYPE_CHECKING:
@@ -41,12 +43,59 @@ BACK_RAD = 0.5
 
 
 def graph_figure(
-    prog: MegakernelProgram, highlight: Iterable[int] = (), title: str = "", prefix: str = ""
+    prog: MegakernelProgram, highlight: Iterable[int] = (), title: str = "", prefix: str = "",
+    focus: Focus | None = None,
 ) -> Figure:
     """Draw ``prog``'s task graph, outlining the tasks in ``highlight``; element ids start with
-    ``prefix``."""
+    ``prefix``. ``focus`` draws one decoder layer or one task's neighbourhood, each projection's
+    column tiles as one box (:func:`~amkspec.viz.program.collapse_tiles`)."""
     ix = index_program(prog)
-    return draw_graph(graph_scene(ix, highlight, title), ix, prefix)
+    if focus is None:
+        return draw_graph(graph_scene(ix, highlight, title), ix, prefix)
+    ix, rep = collapse_tiles(ix)
+    chosen = focus.tasks(prog, ix, rep)
+    marked = [rep[t] for t in highlight if t in rep]
+    label = "tasks of the finding"
+    if focus.around is not None and not marked:
+        marked, label = [rep[focus.around]], f"task {focus.around}"
+    scene = graph_scene(ix, marked, title, FOCUS_TASKS, (chosen, focus.note(prog)), label)
+    return draw_graph(scene, ix, prefix)
+
+
+FOCUS_TASKS = 200
+"""The most boxes a focused picture draws (a decoder layer is about twenty once tiles collapse)."""
+
+
+@attrs.frozen
+class Focus:
+    """Draw decoder layer ``layer`` (the tasks labelled ``L<layer>.…``) or the tasks within ``hops``
+    edges of task ``around``."""
+
+    layer: int | None = None
+    around: int | None = None
+    hops: int = 2
+
+    def tasks(self, prog: MegakernelProgram, ix: ProgramIndex, rep: dict[int, int]) -> list[int]:
+        if self.layer is not None:
+            stem = f"L{self.layer}."
+            found = {rep[t.id] for t in prog.tasks if isinstance(t.label, str) and t.label.startswith(stem)
+                     and t.id in rep}
+            if not found:
+                raise NoFocus(f"no task is labelled {stem}…: --layer draws a layer of a lowered decoder "
+                              f"(layers 0..{prog.meta.get('n_layers', '?')})")
+            return [t for t in ix.order if t in found]
+        if self.around is None or self.around not in rep:
+            raise NoFocus(f"there is no task {self.around}")
+        return neighbourhood(ix, rep[self.around], self.hops)
+
+    def note(self, prog: MegakernelProgram) -> str:
+        what = f"decoder layer {self.layer}" if self.layer is not None else \
+            f"task {self.around} and the tasks within {self.hops} edges of it"
+        return f"{what} of {len(prog.tasks)} tasks; each projection's column tiles drawn as one box"
+
+
+class NoFocus(AmkspecError, ValueError):
+    """The layer or task to draw does not exist."""
 
 
 def _short(name: str) -> str:
@@ -280,7 +329,7 @@ class _Graph:
         handles: list[Any] = [Patch(facecolor=op_colour(op), edgecolor=INK, label=op) for op in ops]
         handles.append(Line2D([], [], color="#555555", lw=0.8, marker=">", label="producer → waiting task"))
         if self.s.highlight:
-            handles.append(Patch(facecolor="white", edgecolor=VIOLATION, lw=2, label="tasks of the finding"))
+            handles.append(Patch(facecolor="white", edgecolor=VIOLATION, lw=2, label=self.s.marked_as))
         legend = fig.legend(
             handles=handles,
             loc="lower left",

@@ -47,6 +47,8 @@ class GraphScene:
     ports: tuple[Port, ...]
     queue_edges: tuple[tuple[int, int], ...]
     highlight: frozenset[int]
+    marked_as: str = "tasks of the finding"
+    """What the legend calls the outlined tasks."""
 
     @property
     def tasks(self) -> list[int]:
@@ -148,12 +150,30 @@ def _mean(values: list[float], default: float) -> float:
     return sum(values) / len(values) if values else default
 
 
+def neighbourhood(ix: ProgramIndex, task: int, hops: int) -> list[int]:
+    """``task`` and every task at most ``hops`` producer→consumer edges away, in list order."""
+    succ = _successors(ix)
+    seen, frontier = {task}, [task]
+    for _ in range(hops):
+        frontier = [n for t in frontier for n in (*ix.preds(t), *succ.get(t, ())) if n not in seen]
+        seen.update(frontier)
+    return [t for t in ix.order if t in seen]
+
+
 def graph_scene(
-    ix: ProgramIndex, highlight: Iterable[int] = (), title: str = "", limit: int = MAX_GRAPH_TASKS
+    ix: ProgramIndex, highlight: Iterable[int] = (), title: str = "", limit: int = MAX_GRAPH_TASKS,
+    select: tuple[Collection[int], str] | None = None, marked_as: str = "tasks of the finding",
 ) -> GraphScene:
-    """Lay out the task graph of the indexed program, highlighting ``highlight``."""
+    """Lay out the task graph of the indexed program, highlighting ``highlight``; ``select`` (tasks, a
+    note saying which) draws those tasks only (at most ``limit``)."""
     marked = [t for t in dict.fromkeys(highlight) if t in ix.names]
-    tasks, note = _select(ix, marked, limit)
+    if select is None:
+        tasks, note = _select(ix, marked, limit)
+    else:
+        chosen, note = select
+        tasks = [t for t in ix.order if t in set(chosen)][:limit]
+        if len(tasks) < len([t for t in ix.order if t in set(chosen)]):
+            note += f" (the first {limit})"
     keep = set(tasks)
     layer = depths(ix, keep)
     ports: list[Port] = []
@@ -162,7 +182,8 @@ def graph_scene(
         for k, (c, th) in enumerate(ix.waits.get(t, ())):
             producers = ix.producers.get(c, ())
             drawn = tuple(p for p in producers if p in keep)
-            ports.append(Port(t, k, c, th, drawn, len(producers)))
+            ports.append(Port(t, k, c, th, drawn, sum(ix.stands_for.get(p, 1) for p in producers)))
             edges.extend((p, t) for p in drawn)
     queue = tuple((p, t) for t, p in ix.queue_prev.items() if t in marked and p in marked)
-    return GraphScene(title, note, layer, _order_layers(layer, edges), tuple(ports), queue, frozenset(marked))
+    return GraphScene(title, note, layer, _order_layers(layer, edges), tuple(ports), queue, frozenset(marked),
+                      marked_as)

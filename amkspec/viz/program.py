@@ -32,6 +32,8 @@ class ProgramIndex:
     queue_prev: dict[int, int]
     counter_init: dict[int, int]
     counter_note: dict[int, str]
+    stands_for: dict[int, int] = attrs.Factory(dict)
+    """Tasks a drawn task stands for (a collapsed tile group, :func:`collapse_tiles`); 1 if absent."""
 
     def name(self, task: int) -> str:
         """``id:label`` (spec §1), or the bare id of a task the program does not hold."""
@@ -94,3 +96,40 @@ def index_program(prog: MegakernelProgram) -> ProgramIndex:
         init,
         notes,
     )
+
+
+def _tile_group(ix: ProgramIndex, task: int) -> tuple[object, ...] | None:
+    """What the column tiles of one projection share (opcode, counter, waits, label stem), or None."""
+    name = ix.names.get(task, "")
+    stem, bracket, rest = name.partition(":")[2].rpartition("[t")
+    if not bracket or not rest.rstrip("]").isdigit() or task not in ix.out_counter:
+        return None
+    return ix.ops.get(task), ix.out_counter[task], ix.waits.get(task, ()), stem
+
+
+def collapse_tiles(ix: ProgramIndex) -> tuple[ProgramIndex, dict[int, int]]:
+    """``ix`` with the column tiles of each projection (``label[t<i>]`` tasks of one opcode, counter and
+    waits) drawn as one task, the first, named ``label[t0…t<k−1>] ×k`` (it stands for k tasks); and
+    the task that stands for each task."""
+    first: dict[tuple[object, ...], int] = {}
+    rep: dict[int, int] = {}
+    for t in ix.order:
+        key = _tile_group(ix, t)
+        rep[t] = t if key is None else first.setdefault(key, t)
+    count: dict[int, int] = defaultdict(int)
+    for t in ix.order:
+        count[rep[t]] += 1
+    order = tuple(t for t in ix.order if rep[t] == t)
+    names = dict(ix.names)
+    for t in order:
+        if count[t] > 1:
+            stem = names[t].rpartition("[t")[0]
+            names[t] = f"{stem}[t0…t{count[t] - 1}] ×{count[t]}"
+    producers = {c: tuple(dict.fromkeys(rep[p] for p in ps)) for c, ps in ix.producers.items()}
+    keep = set(order)
+    collapsed = attrs.evolve(
+        ix, order=order, names={t: names[t] for t in order}, producers=producers,
+        queue_prev={t: rep[p] for t, p in ix.queue_prev.items() if t in keep and rep[p] != t},
+        stands_for={t: count[t] for t in order if count[t] > 1},
+    )
+    return collapsed, rep

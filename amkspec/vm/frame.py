@@ -119,6 +119,13 @@ class Frame:
         return prepare(task.op, ins, outs, task.params) or functools.partial(OP_SEMANTICS[task.op], ins, outs,
                                                                                  task.params)
 
+    def retarget(self, program: MegakernelProgram, changed: list[int]) -> None:
+        """Run ``program`` (the same graph, :func:`~amkspec.vm.machine.same_graph`) from now on:
+        the steps of the tasks at positions ``changed`` (whose params differ) are prepared again."""
+        self.program = program
+        for pos in changed:
+            self.steps[pos] = self._step(pos)
+
     def matches(self, weights: Mapping[str, Any]) -> bool:
         """Whether the shared weights are the very objects the frame was built with, each with its
         values where they were, laid out as they were (:func:`_layout`)."""

@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import torch
 
-from amkspec.ir import BufferKind, MegakernelProgram
+from amkspec.ir import BufferKind, MegakernelProgram, Task
 from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.graph import writers_by_buffer
 from amkspec.ir.snapshot import snapshot
@@ -30,6 +31,19 @@ from amkspec.vm.stats import RunStats
 Tensor = torch.Tensor
 _OP_FAILURES = (OpError, RuntimeError, LookupError, ValueError, TypeError, ArithmeticError)
 """What an opcode raises on operands it cannot use (reported as :class:`ExecutionError`)."""
+
+
+def _graph(task: Task) -> tuple[Any, ...]:
+    return task.id, task.op, task.inputs, task.outputs, task.waits, task.out_counter, task.sm
+
+
+def same_graph(a: MegakernelProgram, b: MegakernelProgram) -> bool:
+    """Whether two programs differ at most in task params, cost annotations, labels and ``meta``: the
+    same buffers, counters, pages, target and config, and tasks with the same ids, opcodes, operands,
+    waits, counters and SMs (so the same scheduling plan runs both)."""
+    return (len(a.tasks) == len(b.tasks) and a.buffers == b.buffers and a.counters == b.counters
+            and a.pages == b.pages and a.target == b.target and a.config == b.config
+            and all(_graph(x) == _graph(y) for x, y in zip(a.tasks, b.tasks, strict=True)))
 
 
 class ReferenceVM:
@@ -78,11 +92,44 @@ class ReferenceVM:
         """Forget the KV caches carried over from earlier launches."""
         self._kv = {}
 
+    @property
+    def caches(self) -> dict[str, Tensor]:
+        """The KV caches the next launch continues from, by name (the VM's own tensors: read them,
+        never change them; empty before the first launch and after :meth:`reset`)."""
+        return dict(self._kv)
+
+    def advance(self, program: MegakernelProgram) -> None:
+        """Run ``program`` from now on, keeping the launch frame (the weights bound, the KV caches
+        carried): the host advancing positions between launches (spec §2.3). ``program`` must have
+        this program's task graph (:func:`same_graph`: it may differ only in task params, cost
+        annotations, labels and ``meta``), else ValueError. It is validated like any program
+        (:class:`RefusedProgram`), as the VM's own copy: the records equal to the current program's
+        are the VM's own already, the others are snapshot; only the tasks whose params changed are
+        prepared again."""
+        if not same_graph(self.program, program):
+            raise ValueError("advance() needs a program with the same tasks, buffers, counters and waits")
+        old = self.program.tasks
+        tasks = [mine if mine == theirs else snapshot(theirs)
+                 for mine, theirs in zip(old, program.tasks, strict=True)]
+        own = attrs.evolve(self.program, tasks=tasks, meta=snapshot(program.meta))
+        validation = None
+        if self.validation is not None:
+            from amkspec.proofs import validate
+
+            validation = validate(own)
+            if not validation.ok:
+                raise RefusedProgram(validation, vm="ReferenceVM")
+        changed = [pos for pos, (a, b) in enumerate(zip(old, tasks, strict=True)) if a.params != b.params]
+        self.program, self.validation, self.plan.program = own, validation, own
+        if self._frame is not None:
+            self._frame.retarget(own, changed)
+
     def run(
         self, weights: Mapping[str, Any], inputs: Mapping[str, Any], kv: Mapping[str, Any] | None = None,
-        *, policy: Policy | None = None,
+        *, policy: Policy | None = None, kv_out: bool = True,
     ) -> dict[str, Tensor]:
-        """One launch (one forward pass); see the class docstring."""
+        """One launch (one forward pass); see the class docstring. ``kv_out`` False: return the
+        IO_OUTPUTs only (the caches are still carried to the next launch, see :attr:`caches`)."""
         t0 = time.perf_counter()
         self.last_stats = None
         weights, inputs = values(weights, "weights"), values(inputs, "inputs")
@@ -109,7 +156,8 @@ class ReferenceVM:
                 out[buf.name] = bound[buf.id].clone()
             elif buf.kind is BufferKind.KV_CACHE:
                 self._kv[buf.name] = bound[buf.id]  # the launch's own tensor: carried without a copy
-                out[buf.name] = bound[buf.id].clone()
+                if kv_out:
+                    out[buf.name] = bound[buf.id].clone()
         return out
 
     def _load(self, weights: Mapping[str, Any], inputs: Mapping[str, Any], state: Mapping[str, Any]) -> Frame:

@@ -64,3 +64,46 @@ def page_savings() -> Table:
         coloured = prog.total_scratch_bytes()
         rows.append([_lit(name), str(none), str(coloured), str(len(pages)), f"{coloured / none:.1%}"])
     return ["Model", "no reuse (bytes)", "graph_color (bytes)", "pages", "share"], rows
+
+
+def builtin_checkpoints() -> Table:
+    """The built-in model names and the installed file each stands for."""
+    from amkspec.models.checkpoint import BUILTIN_CHECKPOINTS
+
+    rows = [[_lit(name), _lit(b.distribution), _lit(b.file), _lit(b.install)]
+            for name, b in BUILTIN_CHECKPOINTS.items()]
+    return ["Name", "distribution", "file", "install"], rows
+
+
+def refusals() -> Table:
+    """Every refusal of the checkpoint importers (:data:`amkspec.models.refusals.REFUSALS`)."""
+    from amkspec.models.refusals import REFUSALS
+
+    return ["Key", "Refused"], [[_lit(key), what] for key, what in REFUSALS.items()]
+
+
+def reference_tolerance() -> Table:
+    """The tolerance of logits against transformers' (:data:`amkspec.models.oracle.REFERENCE_TOLERANCE`)."""
+    from amkspec.models.oracle import REFERENCE_TOLERANCE
+
+    atol, rtol = REFERENCE_TOLERANCE
+    return ["Compared", "Tolerance"], [
+        ["greedy token ids", "equal"],
+        ["each step's top-k logits", f"``|amkspec − transformers| ≤ {atol:g} + {rtol:g}·|transformers|``"],
+        ["tokenizer ids and decoded text", "equal"]]
+
+
+def golden_files() -> Table:
+    """The committed golden files: their prompts and what each records."""
+    import json
+    from pathlib import Path
+
+    rows = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "real").glob("*.json")):
+        doc = json.loads(path.read_text())
+        margin = min(s["margin"] for p in doc["prompts"] for s in p["steps"])
+        prompts = "; ".join(f"{len(p['prompt_ids'])} → {len(p['new_ids'])}" for p in doc["prompts"])
+        rows.append([_lit(path.name), prompts, str(len(doc["tokenizer"])), f"{margin:.3g}",
+                     _lit(doc["transformers"])])
+    return ["File", "prompts (prompt tokens → greedy tokens)", "tokenizer strings",
+            "smallest top-1 margin", "transformers"], rows

@@ -54,8 +54,8 @@ def test_lower_to_stdout_with_options(tmp_path: Path) -> None:
         (["lower", "toy", "--config", "/nonexistent.json"], "cannot read"),
         (["lower", "toy", "--config", str(FIXTURES / "README.md")], "cannot read"),
         (["weights", "toy", "-o", "w.txt"], ".npz or .safetensors"),
-        (["decode", "toy", "--prompt", "1,x"], "comma-separated"),
-        (["decode", "toy", "--prompt", "999"], "prompt tokens"),
+        (["decode", "toy", "--prompt-ids", "1,x"], "comma-separated"),
+        (["decode", "toy", "--prompt-ids", "999"], "prompt tokens"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, tmp_path: Path) -> None:
@@ -135,18 +135,20 @@ def test_run_refuses_what_it_cannot_advance_or_validate(tmp_path: Path) -> None:
 
 
 def test_decode_prints_agreement_and_json() -> None:
-    code, out, _ = _invoke("decode", "toy", "--prompt", "7", "--steps", "3")
+    code, out, _ = _invoke("decode", "toy", "--prompt-ids", "7", "--steps", "3")
     assert code == 0 and "agree" in out and "vm→[25]" in out
-    code, out, _ = _invoke("decode", "toy-2L", "--prompt", "1,2", "--steps", "2", "--json", "--dtype", "F16",
+    code, out, _ = _invoke("decode", "toy-2L", "--prompt-ids", "1,2", "--steps", "2", "--json", "--dtype",
+                           "F16",
                            "--target", "rtx5090")
     report = json.loads(out)
-    assert code == 0 and report["agree"] and len(report["steps"]) == 3 and len(report["generated"]) == 2
+    assert code == 0 and report["agree"] and len(report["steps"]) == 3 and len(report["new_ids"]) == 2
+    assert report["prompt_ids"] == [1, 2] and report["text"] is None
 
 
 def test_decode_exits_1_on_disagreement(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("amkspec.lower.decode.compare_logits",
                         lambda *a, **k: LogitCheck(False, 1.0, 1.0, 0.0, 0.1, 1e-4, 1e-4))
-    code, out, _ = _invoke("decode", "toy", "--prompt", "7", "--steps", "1")
+    code, out, _ = _invoke("decode", "toy", "--prompt-ids", "7", "--steps", "1")
     assert code == 1 and "DISAGREE" in out
 
 
@@ -165,7 +167,7 @@ def test_quantized_lower_weights_and_run(tmp_path: Path) -> None:
                              "--steps", "2")
     assert code == 0, err
     assert out.count("argmax") == 2
-    code, out, _ = _invoke("decode", "toy", "--prompt", "7", "--steps", "2", "--quant", "8")
+    code, out, _ = _invoke("decode", "toy", "--prompt-ids", "7", "--steps", "2", "--quant", "8")
     assert code == 0 and "agree" in out
     assert _invoke("lower", "toy", "--quant", "4", "--group", "0")[0] == 2
 
@@ -177,10 +179,3 @@ def test_unreadable_weights_exit_2(tmp_path: Path, suffix: str) -> None:
     feed.write_text(json.dumps({"token_id": [7], "pos": [0], "reshape_id0": [0]}))
     code, _, err = _invoke("run", str(DEFAULT), "--weights", str(bad), "--inputs", str(feed))
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
-
-
-def test_cli_model_names_are_the_presets() -> None:
-    from amkspec.cli.run_cmd import MODEL_NAMES
-    from amkspec.models import MODELS
-
-    assert sorted(MODEL_NAMES.choices) == sorted(MODELS)

@@ -61,7 +61,8 @@ def test_any_int_group_is_refused_or_lowers_to_a_valid_program(bits: int, group:
     [
         ["lower", "toy", "--quant", "4", "--group", "4294967296"],
         ["weights", "toy", "--quant", "4", "--group", "4294967296", "-o", "{tmp}/w.npz"],
-        ["decode", "toy", "--prompt", "7", "--steps", "1", "--quant", "4", "--group", "99999999999999999999"],
+        ["decode", "toy", "--prompt-ids", "7", "--steps", "1", "--quant", "4", "--group",
+         "99999999999999999999"],
     ],
 )
 def test_the_cli_refuses_a_group_outside_int32_with_exit_2(args: list[str], tmp_path: Path) -> None:

