@@ -172,8 +172,8 @@ def describe(exc: BaseException) -> tuple[str, int]:
     extra = missing_extra(exc)
     if extra is not None:
         return f"this command needs the {extra} extra (pip install 'amkspec[{extra}]'): {exc}", EXIT_UNUSABLE
-    if isinstance(exc, click.ClickException):
-        return f"{exc.format_message()} (see 'amkspec --help')", exc.exit_code
+    if isinstance(exc, click.ClickException):  # click lays choices out on lines: one line here
+        return f"{' '.join(exc.format_message().split())} (see 'amkspec --help')", exc.exit_code
     if isinstance(exc, (KeyboardInterrupt, click.Abort)):
         return INTERRUPTED, EXIT_INTERRUPTED
     if isinstance(exc, _StdoutError):
