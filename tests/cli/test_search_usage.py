@@ -127,5 +127,5 @@ def test_the_round_default_shown_by_help_is_the_library_default() -> None:
     from amkspec.cli.search_cmd import ROUND_HELP
     from amkspec.search.loop import ROUND_SIZE
 
-    assert ROUND_HELP == str(ROUND_SIZE)
+    assert str(ROUND_SIZE) == ROUND_HELP
     assert f"[default: ({ROUND_SIZE}); 1<=x<=4096]" in _cli("search", "--help").stdout

@@ -186,8 +186,8 @@ def test_cli_search_writes_results_plot_and_summary(tmp_path: Path) -> None:
 def test_progress_json_tsv_and_plot_number_trials_alike(tmp_path: Path) -> None:
     """Issue 27: a kept trial was "11/12" in the progress line but 10 everywhere else."""
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "9", "--out", str(out),
-                                       "--seed", "2", "--json"])
+    result = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "9", "--out",
+                                       str(out), "--seed", "2", "--json"])
     assert result.exit_code == 0, result.stderr
     progress = [line.split()[:4] for line in result.stderr.strip().splitlines()]
     rows = [r.split("\t") for r in _rows(out)[1:]]
@@ -221,8 +221,8 @@ def test_cli_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path: Path,
 def test_resume_needs_a_saved_search(tmp_path: Path) -> None:
     """Issue 27: ``--resume --out NEWDIR`` started a fresh run; it is a one-line error (exit 2)."""
     out = tmp_path / "new"
-    result = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "3", "--out", str(out),
-                                       "--resume"])
+    result = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "3", "--out",
+                                       str(out), "--resume"])
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr == f"amkspec: error: {out / 'state.json'}: nothing to resume (no saved search " \
                             "there); leave out --resume to start one\n"
