@@ -22,6 +22,8 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -33,6 +35,8 @@ EXECUTORS = ("serial", "local", "ray")
 """The executor names (``--executor``)."""
 RETRIES = 2
 """How many times Ray runs a job again after its worker process died (``max_retries``)."""
+ORPHAN_POLL_S = 1.0
+"""How often a pool worker checks that the process that started it is still there."""
 
 
 class ExecutorError(AmkspecError):
@@ -85,9 +89,19 @@ class Executor:
         self.close()
 
 
-def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the caller, which cancels them (a terminal signals the whole group)."""
+def _pool_worker() -> None:
+    """Set up a pool worker: Ctrl-C is left to the caller, which cancels the workers (a terminal
+    signals the whole process group); and the worker ends when its caller does, however it ended
+    (a worker blocked on the job queue would otherwise wait forever: it holds both ends of the pipe)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def orphaned() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=orphaned, name="amkspec-orphan-watch", daemon=True).start()
 
 
 class LocalExecutor(Executor):
@@ -106,7 +120,7 @@ class LocalExecutor(Executor):
     def _get_pool(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                                initializer=_ignore_sigint)
+                                                initializer=_pool_worker)
         return self._pool
 
     def imap(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[int, Any]]:

@@ -123,3 +123,29 @@ def _gone(pid: int, timeout: float = 30.0) -> bool:
 def test_make_executor_refuses_what_it_cannot_honour(args: tuple[object, ...], words: str) -> None:
     with pytest.raises(ExecutorError, match=words):
         make_executor(*args)  # type: ignore[arg-type]
+
+
+_ORPHANING_DRIVER = """
+import sys
+from amkspec.executors import LocalExecutor
+from tests.test_executors import sleep_and_report
+next(LocalExecutor(1).imap(sleep_and_report, [(sys.argv[1], 600.0)]))
+"""
+
+
+def test_pool_workers_end_when_their_caller_is_killed(tmp_path: Path) -> None:
+    """No process is left behind by a caller that could not clean up (SIGKILL)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    driver = subprocess.Popen([sys.executable, "-c", _ORPHANING_DRIVER, str(tmp_path / "job")], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": path})
+    try:
+        worker = _wait_for(tmp_path / "job")
+    finally:
+        driver.kill()
+        driver.wait()
+    assert _gone(worker, timeout=15.0), "the pool worker outlived its killed caller"

@@ -154,7 +154,7 @@ def _flush_at_exit(exc: SystemExit) -> None:
 
 EXTRA_OF_MODULE = {
     "torch": "vm", "numpy": "vm", "safetensors": "vm", "z3": "smt", "matplotlib": "viz",
-    "tqdm": "search", "pycuda": "cuda",
+    "tqdm": "search", "pycuda": "cuda", "ray": "ray",
 }
 """The optional extra (pyproject.toml) that provides each third-party module a command may import."""
 

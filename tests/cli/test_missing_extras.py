@@ -28,6 +28,7 @@ main()
         ("torch", "vm", ("propose", "toy", "--target", "h100")),
         ("z3", "smt", ("explain", "{examples}/spec_example.json")),
         ("z3", "smt", ("prove-rules", "--max-tasks", "2")),
+        ("ray", "ray", ("check-validator", "--out", "{d}/run", "--tasks", "1", "--executor", "ray")),
     ],
     ids=lambda v: v[0] if isinstance(v, tuple) else v,
 )
