@@ -45,13 +45,23 @@ def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def warm(_: int) -> int:
+    """A job that imports what the measured jobs import (torch among them): start-up, not work."""
+    import amkspec.proofs.exhaustive.check
+    import amkspec.search.jobs  # noqa: F401
+
+    return os.getpid()
+
+
 def _timed(name: str, workers: int | None, work: Callable[[Executor], Any], repeats: int
            ) -> tuple[float, float, Any]:
-    """(median start-up seconds, median work seconds, the last result) on a fresh executor each time."""
+    """(median start-up seconds, median work seconds, the last result) on a fresh executor each time;
+    start-up includes the workers' first imports."""
     starts, runs, result = [], [], None
     for _ in range(repeats):
         t0 = time.perf_counter()
         with make_executor(name, workers) as pool:
+            list(pool.imap(warm, range(pool.workers)))
             t1 = time.perf_counter()
             result = work(pool)
             t2 = time.perf_counter()
