@@ -11,8 +11,10 @@ Run: ``python3 benchmarks/scale.py [--budget 40] [--models toy-2L medium] [--tas
   buffers, 2 counters, thresholds ≤ 2): wall seconds, classes per second, the speed-up over the same
   executor on 1 worker, and whether the counts equal the serial run's (they must).
 
-Medians of ``--repeats`` runs. The machine's load average is printed and written with the tables:
-on a shared machine, a second worker only helps when a second core is free.
+Medians of ``--repeats`` runs. Every process runs torch on one thread (``OMP_NUM_THREADS=1``, what
+Ray gives its one-CPU workers), so that the rows compare workers, not intra-op threads. The
+machine's load average is printed and written with the tables: on a shared machine, a second
+worker only helps when a second core is free.
 ``--write-results`` writes ``benchmarks/results/scale_search.md`` and ``scale_exhaustive.md``.
 """
 
@@ -30,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ["OMP_NUM_THREADS"] = "1"  # before torch loads, here and in every worker
 
 from tables import write_result
 
