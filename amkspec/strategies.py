@@ -52,6 +52,7 @@ from amkspec.ir import (
     Page,
     PageAllocation,
     ProgramBuilder,
+    QuantFlags,
     ScheduleConfig,
     Task,
     Wait,
@@ -247,14 +248,18 @@ class _ValidBuilder:
         return _Value(out, x.width, self.single(op, ins, out, self.waits(*values), params))
 
     def dequant(self) -> _Value | None:
-        """A weight-only quantized row dequantized into an activation (I8 levels, F16 scales)."""
+        """A weight-only quantized row dequantized into an activation (I8 levels, F16 scales, or with
+        the affine extension (scale, offset) pairs)."""
         width = self.draw(st.sampled_from(WIDTHS))
         group = self.draw(st.sampled_from([g for g in (2, 4, 8) if g <= width]))
         q = self.b.new_buffer(f"q{len(self.b.buffers)}", Kind.WEIGHT, DType.I8, (1, width))
-        groups = (1, math.ceil(width / group))
+        affine = self.draw(st.booleans())
+        groups = (1, math.ceil(width / group), *((2,) if affine else ()))
         scales = self.b.new_buffer(f"s{len(self.b.buffers)}", Kind.WEIGHT, DType.F16, groups)
         out = self.act("dequant", (1, width))
         params = {"qdtype": int(DType.I8), "group": group}
+        if affine:
+            params["flags"] = int(QuantFlags.AFFINE)
         return _Value(out, width, self.single(Op.DEQUANT, [q, scales], out, self.waits(), params))
 
     def fused(self) -> _Value | None:

@@ -2,8 +2,10 @@
 
 ``python -m conformance.broken NAME`` serves the harness protocol like amkspec's adapter, except:
 
-``accept-everything``  loads every document verbatim, accepts every program, runs every program
-                       (even rejected ones) on the ReferenceVM without validating it
+``accept-everything``  loads every document verbatim and accepts every program (``load`` and
+                       ``validate`` only)
+``run-everything``     amkspec's loader and validator, but a VM that runs every program (even one
+                       its validator rejects) on the ReferenceVM without validating it
 ``reject-everything``  refuses every document with a FormatError at the root, rejects every
                        program, refuses every run
 ``loose-tolerance``    scales every floating-point result by 1.003 (inside the F16/BF16 tolerance,
@@ -11,18 +13,26 @@
 ``crash-on-rope``      exits (status 3) on a ``run`` of a task labelled ``rope`` (the one-task ROPE cases)
 ``hang-on-unknown``    never answers a ``load`` of a document with a field named ``x_vendor``
 ``malformed-reply``    answers ``validate`` of a program with a KV_CACHE buffer with verdict ``maybe``
+``spec-minimal``       amkspec, speaking only what the original specification requires: it drops
+                       unknown fields on load (spec §6), reads a duplicate key as JSON readers do
+                       (the last one wins), refuses with a plain ``ValueError`` naming no path and
+                       reports no diagnostic codes; it conforms at ``core`` and not at ``strict``
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 from typing import Any
 
+import attrs
+
 from amkspec.conformance.adapter import Adapter, reference_runner, serve
 from amkspec.conformance.tensors import decode, encode
-from amkspec.ir import loads
+from amkspec.ir import AmkspecError, MegakernelProgram, dumps, loads
+from amkspec.proofs import validate
 
 LOOSE = 1.003
 
@@ -30,11 +40,18 @@ LOOSE = 1.003
 class AcceptEverything(Adapter):
     name = "accept-everything"
 
+    def capabilities(self) -> list[str]:
+        return ["load", "validate"]
+
     def on_load(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"status": "loaded", "document": request["document"]}
 
     def on_validate(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"verdict": "accepted", "codes": []}
+
+
+class RunEverything(Adapter):
+    name = "run-everything"
 
     def on_run(self, request: dict[str, Any]) -> dict[str, Any]:
         from amkspec.vm import ReferenceVM
@@ -106,8 +123,45 @@ class MalformedReply(Adapter):
         return super().on_validate(request)
 
 
+class SpecMinimal(Adapter):
+    name = "spec-minimal"
+
+    def _program(self, text: str) -> MegakernelProgram:
+        program = loads(json.dumps(json.loads(text)))
+        _drop_unknown_fields(program)
+        return program
+
+    def on_load(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            program = self._program(request["document"])
+        except (AmkspecError, ValueError) as exc:
+            return {"status": "refused", "error": {"class": "ValueError", "message": str(exc)}}
+        return {"status": "loaded", "document": dumps(program)}
+
+    def on_validate(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            program = self._program(request["document"])
+        except (AmkspecError, ValueError):
+            return {"verdict": "unusable"}
+        return {"verdict": "accepted" if validate(program).ok else "rejected"}
+
+
+def _drop_unknown_fields(record: Any) -> None:
+    """Forget every unknown field of ``record`` and of the records it holds, as the original does."""
+    if isinstance(record, list):
+        for item in record:
+            _drop_unknown_fields(item)
+    elif attrs.has(type(record)):
+        if hasattr(record, "extra"):
+            record.extra = {}
+        for field in attrs.fields(type(record)):
+            _drop_unknown_fields(getattr(record, field.name))
+
+
 BROKEN: dict[str, type[Adapter]] = {
     "accept-everything": AcceptEverything,
+    "run-everything": RunEverything,
+    "spec-minimal": SpecMinimal,
     "reject-everything": RejectEverything,
     "loose-tolerance": LooseTolerance,
     "crash-on-rope": CrashOnRope,

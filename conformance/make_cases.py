@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from amkspec.conformance.rules import rules_for_codes
+from amkspec.conformance.rules import validate_case_rules
 from amkspec.ir import (
     TARGETS,
     BufferKind,
@@ -554,7 +554,7 @@ def _case(
     return {
         "kind": "validate",
         "description": description,
-        "rules": rules_for_codes(codes + absent),
+        "rules": validate_case_rules(codes + absent),
         "clauses": [clause],
         "program": to_dict(prog),
         "expect": {"verdict": verdict, "codes": codes, "absent_codes": absent},

@@ -1,8 +1,10 @@
 """Generate the format cases (kind ``format``, spec §6) under ``conformance/cases/format/``.
 
 Each case is a document's exact text and either ``loaded`` (the implementation must re-serialise
-it byte for byte) or ``refused`` with the error class and JSON path a reader must name. Paths are
-written as in spec §6.4 (``tasks[1].waits[0].threshold``; ``(root)`` for the document itself).
+it byte for byte, as one of ``expect.documents`` where several texts conform) or ``refused``, with the
+error class and JSON path a reader should name (rules FMT-ERR-1 and FMT-ERR-2, amkspec's vocabulary).
+Paths are written as in spec §6.4 (``tasks[1].waits[0].threshold``; ``(root)`` for the document
+itself); the judge also accepts their RFC 6901 JSON Pointer.
 
 Run ``python3 -m conformance.make_format_cases`` from the repository root; a test checks that the
 committed files equal this script's output.
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from amkspec.conformance.rules import ERROR_CLASS, ERROR_PATH
 from amkspec.ir import dumps
 from conformance.casefiles import write_cases
 from conformance.make_cases import base_program
@@ -50,6 +53,8 @@ def _set(path: str, value: Any) -> Edit:
 
 def _add_unknown_fields(doc: dict[str, Any]) -> None:
     doc["x_vendor"] = {"note": [1, 2]}
+    doc["target"]["x_tensor_mem_kb"] = 999
+    doc["config"]["x_search_dim"] = 7
     doc["tasks"][1]["x_hint"] = 3
     doc["buffers"][0]["x_layout"] = "row"
 
@@ -85,13 +90,19 @@ def _duplicate(text: str, anchor: str, extra: str) -> str:
     return text[:at] + extra + text[at:]
 
 
-def loaded(slug: str, rule: str, description: str, text: str) -> tuple[str, dict[str, Any]]:
+def loaded(
+    slug: str, rule: str, description: str, text: str, *also: str
+) -> tuple[str, dict[str, Any]]:
+    """A document that must load and re-serialise as itself (or as one of ``also``)."""
+    expect: dict[str, Any] = {"outcome": "loaded"}
+    if also:
+        expect["documents"] = [text, *also]
     return slug, {
         "kind": "format",
         "description": description,
         "rules": [rule],
         "document": text,
-        "expect": {"outcome": "loaded"},
+        "expect": expect,
     }
 
 
@@ -101,7 +112,7 @@ def refused(
     return slug, {
         "kind": "format",
         "description": description,
-        "rules": [rule],
+        "rules": [rule, ERROR_CLASS, ERROR_PATH],
         "document": text,
         "expect": {"outcome": "refused", "error_class": error_class, "path": path},
     }
@@ -119,10 +130,18 @@ def build_cases() -> dict[str, dict[str, Any]]:
             _toy(),
         ),
         loaded(
-            "unknown_fields_kept",
+            "unknown_fields_load",
             "FMT-UNK-1",
-            "unknown fields at the top level, in a task and in a buffer are kept and written back after "
-            "the known keys",
+            "unknown fields at the top level, in target, config, a task and a buffer do not stop a load; "
+            "they are written back after the known keys or dropped (as the original drops them)",
+            _doc(_add_unknown_fields),
+            base,
+        ),
+        loaded(
+            "unknown_fields_kept",
+            "FMT-UNK-2",
+            "unknown fields at the top level, in target, config, a task and a buffer are kept and written "
+            "back after the known keys",
             _doc(_add_unknown_fields),
         ),
         loaded(
@@ -228,13 +247,13 @@ def _more_cases() -> list[tuple[str, dict[str, Any]]]:
         ),
         loaded(
             "sm_assignment_integer_keys",
-            "FMT-KEY-1",
+            "FMT-KEY-2",
             'an explicit sm_assignment keyed by "0", "3" and "-1" (every key matches ^-?[0-9]+$)',
             _doc(_set("config.sm_assignment", {"0": 0, "3": 1, "-1": 2})),
         ),
         refused(
             "sm_assignment_key_not_decimal",
-            "FMT-KEY-1",
+            "FMT-KEY-2",
             'an sm_assignment key "3a", which is not a decimal integer',
             _doc(_set("config.sm_assignment", {"0": 0, "3a": 1})),
             "FormatError",

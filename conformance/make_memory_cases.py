@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from amkspec.conformance.rules import rules_for_codes
+from amkspec.conformance.rules import validate_case_rules
 from amkspec.ir import (
     BufferKind,
     DType,
@@ -144,6 +144,37 @@ def _m411(bad: bool) -> MegakernelProgram:
 @case("M412", "integer_fp_weight", "a floating-point GEMV over an I8 weight")
 def _m412(bad: bool) -> MegakernelProgram:
     return one(Op.GEMV_TILE, [io("x", (1, 8)), wt("w", (8, 8), I8 if bad else F32)], res("y", (1, 8)), GEMV)
+
+
+# the affine (scale, offset) form of amkspec's quantized formats (spec §7.9)
+AFFINE = {"qdtype": 7, "group": 4, "flags": 4}
+
+
+@case("M408", "affine_table_shape", "an affine GEMV (flags 4) reads scales [8, 2] as (scale, offset) pairs "
+      "(needs [8, 2, 2])")
+def _m408_affine(bad: bool) -> MegakernelProgram:
+    table = wt("t", (8, 2) if bad else (8, 2, 2), F16)
+    return one(Op.GEMV_TILE, [io("x", (1, 8)), wt("qw", (8, 8), I4), table], res("y", (1, 8)),
+               {**GEMV, **AFFINE})
+
+
+@case("M408", "affine_dequant_table", "an affine DEQUANT of q [4, 8] in groups of 4 with 8 table entries "
+      "(needs 16: a (scale, offset) pair per group)")
+def _m408_affine_dequant(bad: bool) -> MegakernelProgram:
+    table = wt("t", (4, 2) if bad else (4, 2, 2), F16)
+    return one(Op.DEQUANT, [wt("q", (4, 8), I4), table], res("y", (4, 8)), AFFINE)
+
+
+@case("M413", "affine_not_quantized", "flags 4 (AFFINE) on a floating-point GEMV")
+def _m413(bad: bool) -> MegakernelProgram:
+    return one(Op.GEMV_TILE, [io("x", (1, 8)), wt("w", (8, 8))], res("y", (1, 8)),
+               {**GEMV, "flags": 4 if bad else 0})
+
+
+@case("M413", "affine_dequant_zeros", "an affine DEQUANT (flags 4) given a zeros input")
+def _m413_zeros(bad: bool) -> MegakernelProgram:
+    extra = [wt("z", (4, 2), F16)] if bad else []
+    return one(Op.DEQUANT, [wt("q", (4, 8), I4), wt("t", (4, 2, 2), F16), *extra], res("y", (4, 8)), AFFINE)
 
 
 # -- EMBED, norms, elementwise, SOFTMAX, SAMPLE_ARGMAX -----------------------------------------
@@ -331,7 +362,7 @@ def build_cases() -> dict[str, dict[str, Any]]:
             docs[f"{code}_{slug}{'' if bad else '_ok'}.json"] = {
                 "kind": "validate",
                 "description": description if bad else f"near miss of {code}: {description}, corrected",
-                "rules": rules_for_codes([code]),
+                "rules": validate_case_rules([code]),
                 "clauses": [CODES[code].clause],
                 "program": to_dict(make(bad)),
                 "expect": (

@@ -1,8 +1,11 @@
 """Generate the refuse cases (kind ``refuse``, spec §2.4) under ``conformance/cases/refuse/``.
 
-A VM must refuse, not run, a program the validator rejects (rule EXEC-REFUSE-1) and must run one
+A VM must refuse, not run, a program its validator rejects (rule EXEC-REFUSE-1) and must run one
 it accepts (rule EXEC-REFUSE-2). The programs are validate cases' triggers and near misses (one per
-obligation family), with weights and inputs so that a VM that skips validation could run them.
+obligation family, and a program whose task lacks a param the original's reference needs), with
+weights and inputs so that a VM that skips validation could run them. Each case cites both
+EXEC rules and the rules of its source case: the judge asks the implementation's own verdict when
+it declares ``validate``, and otherwise holds a run of an invalid program against the source's rules.
 
 Run ``python3 -m conformance.make_refuse_cases`` from the repository root; a test checks that the
 committed files equal this script's output.
@@ -16,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from amkspec.conformance.rules import VOCABULARY
 from amkspec.conformance.tensors import encode
 from amkspec.ir import BufferKind, MegakernelProgram, from_dict
 from conformance.casefiles import write_cases
@@ -30,6 +34,7 @@ SOURCES = [
     ("deadlock/D202_threshold_above_producers", "a wait that can never be met"),
     ("memory/M401_tile_past_output", "a GEMV tile that would write past its output"),
     ("structure/S104_dangling_input", "a task that reads a buffer that does not exist"),
+    ("memory/M436_combine_head_dim", "an ATTENTION_COMBINE without head_dim"),
 ]
 """Validate cases whose trigger must be refused and whose near miss must run."""
 
@@ -44,14 +49,15 @@ def _arrays(prog: MegakernelProgram, kinds: tuple[BufferKind, ...]) -> dict[str,
 
 
 def _case(source: str, description: str, outcome: str) -> dict[str, Any]:
-    program = json.loads((CASES_DIR / f"{source}.json").read_text())["program"]
+    source_case = json.loads((CASES_DIR / f"{source}.json").read_text())
+    program = source_case["program"]
     prog = from_dict(program)
-    rule = "EXEC-REFUSE-1" if outcome == "refused" else "EXEC-REFUSE-2"
+    verdict_rules = [r for r in source_case["rules"] if r not in VOCABULARY]
     what = "must refuse" if outcome == "refused" else "must run (the valid near miss of"
     return {
         "kind": "refuse",
         "description": f"{description}: a VM {what}" + (")" if outcome == "ran" else ""),
-        "rules": [rule],
+        "rules": ["EXEC-REFUSE-1", "EXEC-REFUSE-2", *verdict_rules],
         "program": program,
         "weights": _arrays(prog, (BufferKind.WEIGHT, BufferKind.CONST)),
         "inputs": _arrays(prog, (BufferKind.IO_INPUT,)),

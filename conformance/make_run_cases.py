@@ -1,14 +1,19 @@
 """Generate the numeric conformance cases (kind ``run``, spec §7, §9.2) under ``conformance/cases/run/``.
 
 One case per opcode × dtype of :data:`MATRIX`: a one-task program (inputs IO_INPUT/WEIGHT/KV_CACHE,
-output IO_OUTPUT), deterministic inputs, and the outputs the ReferenceVM computes. Small tensors
-are inline; larger ones are ``.npy`` files under ``run/data/``. Two decode cases run the toy model
-for several launches with the KV caches threaded from one launch to the next, and from a given
-prior KV state. ``conformance/test_run_oracle.py`` recomputes every expected output with plain
-PyTorch formulas and the eager model, so a ReferenceVM bug cannot become the standard.
+output IO_OUTPUT), deterministic inputs, and the outputs the ReferenceVM computes; it cites the
+opcode's rule only (``OP-<OPCODE>-1``), since one task cannot tell counter firing apart. Two firing
+cases (:data:`FIRING`) list a consumer before its producers, with exact arithmetic, so that a task
+started early or an out_counter incremented by more than 1 changes the output (rule EXEC-FIRE-1).
+Small tensors are inline; larger ones are ``.npy`` files under ``run/data/``. Three decode cases run
+the toy model for several launches with the KV caches threaded from one launch to the next, and
+from a given prior KV state (rules EXEC-RESULT-1, EXEC-KV-1). ``tests/conformance/test_run_oracle.py``
+recomputes every expected output with plain PyTorch formulas and the eager model, so a ReferenceVM
+bug cannot become the standard.
 
 Run ``python3 -m conformance.make_run_cases`` from the repository root to rewrite the files; a test
-checks that the committed files equal this script's output.
+checks that the committed files equal this script's output, every tensor within the case's
+tolerance (a computed float may differ in its last bits between CPUs).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from amkspec.conformance.rules import QUANT_AFFINE_RULE, rule_id_for_op
 from amkspec.conformance.tensors import encode
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, dumps, to_dict
 from amkspec.models.oracle import DEFAULT_TOLERANCE, TOLERANCES
@@ -39,7 +45,6 @@ Op = InstructionKind
 F32, F16, BF16, I32, I8, I4 = DType.F32, DType.F16, DType.BF16, DType.I32, DType.I8, DType.I4
 FLOATS = (F32, F16, BF16)
 Build = Callable[[DType], MegakernelProgram]
-RULES = ["OP-NUM-1", "EXEC-FIRE-1", "EXEC-RESULT-1"]
 
 
 def tolerance_table() -> dict[str, list[float]]:
@@ -114,6 +119,26 @@ def _dequant(dt: DType) -> MegakernelProgram:
         {"qdtype": qdtype, "group": 4},
     )
 
+
+def _affine(op: InstructionKind) -> Build:
+    """The affine (scale, offset) form of amkspec's quantized formats (spec §7.9; GGUF's Q4_1 for I4)."""
+    params = {"qdtype": 0, "group": 4, "flags": 4}
+
+    def build(dt: DType) -> MegakernelProgram:
+        quant = {**params, "qdtype": 6 if dt is I8 else 7}
+        if op is Op.DEQUANT:
+            return _one(op, [("q", W, dt, (4, 8)), ("scales", W, F16, (4, 2, 2))], ("y", F32, (4, 8)), quant)
+        return _one(op, [("x", IN, F32, (1, 8)), ("q", W, dt, (8, 8)), ("scales", W, F16, (8, 2, 2))],
+                    ("y", F32, (1, 8)), {**GEMV, **quant})
+
+    return build
+
+
+VARIANT_MATRIX: list[tuple[InstructionKind, tuple[DType, ...], Build, str, str]] = [
+    (Op.GEMV_TILE, (I8, I4), _affine(Op.GEMV_TILE), "quant_affine", QUANT_AFFINE_RULE),
+    (Op.DEQUANT, (I8, I4), _affine(Op.DEQUANT), "quant_affine", QUANT_AFFINE_RULE),
+]
+"""Forms of an opcode beyond the spec (amkspec's strict profile), each case citing its own rule."""
 
 MATRIX: list[tuple[InstructionKind, tuple[DType, ...], Build]] = [
     (Op.NOP, (F32,), _nop),
@@ -246,6 +271,40 @@ MATRIX: list[tuple[InstructionKind, tuple[DType, ...], Build]] = [
 dtype for COPY; the quantized dtypes for DEQUANT and the quantized GEMV path)."""
 
 
+def _fire_join() -> MegakernelProgram:
+    """y = a + c, where COPY tasks write a and c under one counter; the consumer is listed between
+    them and waits for both (threshold 2). Firing it after one producer gives y = x, not 2x."""
+    b = ProgramBuilder()
+    x = b.new_buffer("x", IN, F32, (1, 8))
+    a, c = (b.new_buffer(n, BufferKind.ACTIVATION, F32, (1, 8)) for n in ("a", "c"))
+    y = b.new_buffer("y", BufferKind.IO_OUTPUT, F32, (1, 8))
+    done = b.new_counter("both copies")
+    b.add_task(Op.COPY, [x], [a], out_counter=done, label="copy_a")
+    b.add_task(Op.ADD, [a, c], [y], waits=[(done, 2)], label="add_after_both")
+    b.add_task(Op.COPY, [x], [c], out_counter=done, label="copy_c")
+    return b.build(meta={"model": "conformance/make_run_cases.py"})
+
+
+def _fire_chain() -> MegakernelProgram:
+    """y = COPY(a) listed before a = x + x: started before its producer ends, it copies zeros."""
+    b = ProgramBuilder()
+    x = b.new_buffer("x", IN, F32, (1, 8))
+    a = b.new_buffer("a", BufferKind.ACTIVATION, F32, (1, 8))
+    y = b.new_buffer("y", BufferKind.IO_OUTPUT, F32, (1, 8))
+    doubled = b.new_counter("doubled")
+    b.add_task(Op.COPY, [a], [y], waits=[(doubled, 1)], label="copy_after_add")
+    b.add_task(Op.ADD, [x, x], [a], out_counter=doubled, label="double")
+    return b.build(meta={"model": "conformance/make_run_cases.py"})
+
+
+FIRING: dict[str, tuple[str, Callable[[], MegakernelProgram]]] = {
+    "fire_join": ("a consumer listed between the two producers of its counter waits for both", _fire_join),
+    "fire_chain": ("a consumer listed before its producer waits for it", _fire_chain),
+}
+"""The counter-firing cases: exact F32 values (copies and x + x), so only the firing order can
+change the output."""
+
+
 def sample(name: str, dtype: DType, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     """Deterministic, exactly representable values for one buffer (indices and levels in range)."""
     from amkspec.semantics import storage_shape
@@ -313,8 +372,11 @@ def _outputs(prog: MegakernelProgram, out: dict[str, torch.Tensor]) -> dict[str,
     return {k: (v.float().numpy() if dtypes[k].is_float else v.numpy()) for k, v in out.items()}
 
 
-def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build) -> None:
-    stem = f"{op.name.lower()}_{dt.name.lower()}"
+def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build, variant: str = "",
+            rule: str | None = None) -> None:
+    """One opcode × dtype case; a ``variant`` (a form of the opcode with a ``rule`` of its own, e.g.
+    the affine quantized tables) is named in the case's file name."""
+    stem = "_".join(p for p in (op.name.lower(), dt.name.lower(), variant) if p)
     prog = build(dt)
     rng = np.random.default_rng(_seed(stem))
     weights, inputs, kv = _bind(prog, rng)
@@ -324,8 +386,10 @@ def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build) -> None:
         f"{stem}.json",
         {
             "kind": "run",
-            "description": f"{op.name} over {dt.name} operands: one task, outputs within tolerance",
-            "rules": RULES + (["OP-INT-1"] if not all(DType[d].is_float for d in dtypes) else []),
+            "description": f"{op.name} over {dt.name} operands"
+            + (f", the {variant.replace('_', ' ')} form ({rule})" if variant else "")
+            + ": one task, outputs within tolerance",
+            "rules": [rule or rule_id_for_op(op)],
             "requires": ["run", *(f"dtype:{d}" for d in dtypes)],
             "opcode": op.name,
             "dtype": dt.name,
@@ -337,6 +401,31 @@ def op_case(w: Writer, op: InstructionKind, dt: DType, build: Build) -> None:
                     "program": to_dict(prog),
                     "inputs": _tensors(w, stem, prog, inputs),
                     "kv": _tensors(w, f"{stem}.kv", prog, kv),
+                    "expect": {"outputs": _tensors(w, f"{stem}.out", prog, _outputs(prog, out))},
+                }
+            ],
+        },
+    )
+
+
+def fire_case(w: Writer, stem: str, description: str, prog: MegakernelProgram) -> None:
+    rng = np.random.default_rng(_seed(stem))
+    weights, inputs, kv = _bind(prog, rng)
+    out = ReferenceVM(prog).run(weights, inputs, kv)
+    w.json(
+        f"{stem}.json",
+        {
+            "kind": "run",
+            "description": f"{description}: the output shows whether it started too early",
+            "rules": ["EXEC-FIRE-1"],
+            "requires": ["run", "dtype:F32"],
+            "tolerance": tolerance_table(),
+            "weights": {},
+            "kv_buffers": [],
+            "steps": [
+                {
+                    "program": to_dict(prog),
+                    "inputs": _tensors(w, stem, prog, inputs),
                     "expect": {"outputs": _tensors(w, f"{stem}.out", prog, _outputs(prog, out))},
                 }
             ],
@@ -391,7 +480,7 @@ def decode_case(w: Writer, name: str, dt: DType, launches: int, skip: int) -> No
                 + ("starting from a given prior KV state" if skip else "starting from empty caches")
                 + "; each launch's KV caches are threaded into the next"
             ),
-            "rules": [*RULES, "EXEC-KV-1"],
+            "rules": ["EXEC-RESULT-1", "EXEC-KV-1"],
             "requires": ["run", f"dtype:{dt.name}", "dtype:I32"],
             "model": {"name": TOY.name, "tokens": tokens},
             "tolerance": tolerance_table(),
@@ -408,6 +497,11 @@ def build_files() -> dict[str, bytes]:
     for op, dtypes, build in MATRIX:
         for dt in dtypes:
             op_case(w, op, dt, build)
+    for op, dtypes, build, variant, rule in VARIANT_MATRIX:
+        for dt in dtypes:
+            op_case(w, op, dt, build, variant, rule)
+    for stem, (description, build_fire) in FIRING.items():
+        fire_case(w, stem, description, build_fire())
     decode_case(w, "decode_toy_f32", F32, launches=3, skip=0)
     decode_case(w, "decode_toy_f32_prior_kv", F32, launches=5, skip=3)
     decode_case(w, "decode_toy_bf16", BF16, launches=2, skip=0)

@@ -101,10 +101,12 @@ enum amk_fused_pattern_t {
   AMK_FUSED_GEMV_ADD = 1
 };
 
-/* flags bits: amkspec.ir.AttentionFlags */
+/* flags bits: amkspec.ir.AttentionFlags, then amkspec.ir.QuantFlags (QUANT_AFFINE: a quantized
+ * GEMV/GEMM/DEQUANT reads (scale, offset) pairs, w = level * scale + offset) */
 enum amk_flag_t {
   AMK_FLAG_CAUSAL = 1,
-  AMK_FLAG_PARTIAL_WRITE = 2
+  AMK_FLAG_PARTIAL_WRITE = 2,
+  AMK_FLAG_QUANT_AFFINE = 4
 };
 
 /* abort word values (amk_status_t.abort): who stopped the launch */

@@ -30,6 +30,7 @@ from amkspec.ir import (
     FusedPattern,
     InstructionKind,
     MemSpace,
+    QuantFlags,
 )
 from vm_cuda import layout
 from vm_cuda.build import SOURCE_DIR, BuildError, compiler
@@ -40,7 +41,8 @@ ENUM_PREFIXES: dict[str, tuple[str, dict[str, int]]] = {
     "amk_space_t": ("AMK_SPACE_", {m.name: int(m) for m in MemSpace}),
     "amk_kind_t": ("AMK_KIND_", {k.name: int(k) for k in BufferKind}),
     "amk_fused_pattern_t": ("AMK_FUSED_", {p.name: int(p) for p in FusedPattern}),
-    "amk_flag_t": ("AMK_FLAG_", {f.name or "": int(f) for f in AttentionFlags}),
+    "amk_flag_t": ("AMK_FLAG_", {**{f.name or "": int(f) for f in AttentionFlags},
+                                 **{f"QUANT_{f.name}": int(f) for f in QuantFlags}}),
     "amk_abort_t": ("AMK_ABORT_", dict(layout.ABORT_CODES)),
 }
 """C enum → (constant prefix, name → value as amkspec.ir / vm_cuda.layout define it)."""

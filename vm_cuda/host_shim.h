@@ -207,6 +207,7 @@ inline T atomicOr(T* p, T v) {
 
 /* fast-math intrinsics → <cmath> (the CPU build computes them exactly) */
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline float __expf(float x) { return std::exp(x); }
 inline float __logf(float x) { return std::log(x); }
 inline float __sinf(float x) { return std::sin(x); }

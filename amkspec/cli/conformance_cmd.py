@@ -2,9 +2,11 @@
 
 Runs every case under ``--cases`` (default: the repository's ``conformance/cases``) against the
 command ``CMD`` speaking the harness protocol (default: amkspec's own adapter), prints the summary
-by chapter and writes the JSON and JUnit reports on request. Exit 0 when every applicable case
-passed, 1 when one failed, 2 when the cases cannot be read or a report would land in the cases
-folder (every file there is an input: a report never replaces a case).
+by chapter with the verdicts of both levels, and writes the JSON and JUnit reports on request.
+Exit 0 when the implementation conforms at ``--level`` (default ``core``, the specification), 1
+when it does not, 2 (one line on stderr, before any case is judged) when the cases cannot be read,
+none is selected, the implementation does not start, or a report would land in the cases folder
+(every file there is an input: a report never replaces a case).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import click
 from amkspec.cli.base import fail, main
 from amkspec.cli.files import refuse_inputs, write_output
 from amkspec.cli.params import TIMEOUT
+from amkspec.conformance.rules import LEVELS, Level
 from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 
 DEFAULT_IMPL = f"{shlex.quote(sys.executable)} -m amkspec.conformance.adapter --vm reference"
@@ -52,6 +55,13 @@ def _refuse_in_cases(output: str | None, root: Path) -> None:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
 @click.option("-k", "select", default=None, help="Only cases whose id contains this text.")
 @click.option(
+    "--level",
+    type=click.Choice([lv.value for lv in LEVELS]),
+    default=Level.CORE.value,
+    show_default=True,
+    help="The level the verdict and exit status are for: core (the spec) or strict (amkspec's profile).",
+)
+@click.option(
     "--timeout",
     "timeout_s",
     type=TIMEOUT,
@@ -65,6 +75,7 @@ def conformance_command(
     report_path: str | None,
     junit_path: str | None,
     select: str | None,
+    level: str,
     timeout_s: float,
 ) -> None:
     """Certify the implementation IMPL against the conformance kit (spec §9)."""
@@ -78,7 +89,7 @@ def conformance_command(
     _refuse_in_cases(report_path, root)
     _refuse_in_cases(junit_path, root)
     try:
-        run = run_kit(impl, root, select=select, timeout_s=timeout_s)
+        run = run_kit(impl, root, select=select, level=Level(level), timeout_s=timeout_s)
     except CaseError as exc:
         fail(str(exc))
     if report_path:

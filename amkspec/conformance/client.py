@@ -125,7 +125,7 @@ class Session:
                 start_new_session=True,
             )
         except OSError as exc:
-            raise ProtocolFailure(f"cannot start {self.command!r}: {exc}") from exc
+            raise ProtocolFailure(f"cannot run it: {exc.strerror or exc}") from exc
         self._lines = queue.Queue()
         assert self._proc.stdout is not None
         threading.Thread(target=_pump, args=(self._proc.stdout, self._lines), daemon=True).start()

@@ -8,7 +8,7 @@ mention of the word, not a use. Code fences, directive blocks and headings are n
 not scanned.
 
 :func:`uncited_requirements` is the one check; the docs build (``docs/_ext/amkspec_rules.py``) and
-the kit's own tests (``conformance/test_normative.py``) both run it.
+the kit's own tests (``tests/conformance/test_normative.py``) both run it.
 """
 
 from __future__ import annotations

@@ -6,15 +6,16 @@ stderr is kept for failure messages. Requests carry an ``id`` that the reply rep
 
 * ``start`` → ``name``, ``version``, ``capabilities`` (rule CONF-START-1);
 * ``load``: a document's text → ``loaded`` with the re-serialised text, or ``refused`` with the
-  error class and JSON path (rules FMT-…);
-* ``validate``: a document's text → verdict and diagnostic codes (rules VAL-…);
+  error class and, optionally, the JSON path (rules FMT-…);
+* ``validate``: a document's text → verdict and, optionally, diagnostic codes (rules VAL-…);
 * ``run``: a program's text, weights, inputs and optional prior KV → outputs, or ``refused``
   (rules EXEC-…, OP-…);
 * ``stop`` → ``stopped``, then the process exits.
 
 Tensors travel as ``{"dtype": <IR dtype name>, "shape": [...], "data": [...]}`` (values flattened
 in row-major order, storage layout: packed I4 is ``U8``-valued with a halved last dim) or, from the
-kit only, ``{"dtype", "shape", "npy": <absolute path>}``. :data:`SCHEMA` is the JSON Schema
+kit only, ``{"dtype", "shape", "npy": <absolute path>}`` (a case file's path is relative to the case
+file; the kit resolves it, spec §9.2). :data:`SCHEMA` is the JSON Schema
 (2020-12) of every message; the kit ships it as ``conformance/protocol.schema.json``.
 """
 
@@ -38,7 +39,12 @@ _TENSOR: dict[str, Any] = {
         "dtype": {"enum": _DTYPES},
         "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
         "data": {"type": "array", "items": {"type": ["number", "boolean"]}},
-        "npy": {"type": "string"},
+        "npy": {
+            "type": "string",
+            "description": "an absolute path to a .npy file (sent by the kit only; a case file's "
+            "path is relative to the case file, and the kit resolves it before sending, since the "
+            "implementation runs in its own working directory)",
+        },
     },
     "oneOf": [{"required": ["data"]}, {"required": ["npy"]}],
 }
@@ -51,7 +57,11 @@ _ERROR: dict[str, Any] = {
     "properties": {
         "class": {"type": "string"},
         "message": {"type": "string"},
-        "path": {"type": ["string", "null"]},
+        "path": {
+            "type": ["string", "null"],
+            "description": "optional: the JSON path of the problem, as tasks[1].waits[0] or as the "
+            "RFC 6901 JSON Pointer /tasks/1/waits/0",
+        },
     },
 }
 
@@ -126,7 +136,7 @@ SCHEMA: dict[str, Any] = {
                         "verdict": {"enum": ["accepted", "rejected", "unusable"]},
                         "codes": {"type": "array", "items": {"type": "string"}},
                     },
-                    ["verdict", "codes"],
+                    ["verdict"],
                 ),
                 _reply(
                     {"status": {"const": "ran"}, "outputs": {"$ref": "#/$defs/tensors"}},

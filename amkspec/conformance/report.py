@@ -1,4 +1,9 @@
-"""Conformance reports: JSON, JUnit XML and a human summary by chapter (spec §9.6)."""
+"""Conformance reports: JSON, JUnit XML and a human summary by chapter and level (spec §9.6).
+
+Every report shows both levels' verdicts — ``core`` (the specification) and ``strict`` (amkspec's
+profile) — per rule and per chapter; the run's own :attr:`~amkspec.conformance.kit.KitRun.level`
+decides the overall verdict and the exit status.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,9 @@ from collections import Counter
 from typing import Any
 
 from amkspec.conformance.judge import FAIL, NA, PASS
-from amkspec.conformance.kit import OUTSIDE, UNTESTED, KitRun
+from amkspec.conformance.kit import OUTSIDE, UNTESTED, KitRun, RuleResult, binds, finding_level
 from amkspec.conformance.protocol import PROTOCOL_VERSION
-from amkspec.conformance.rules import RULES
+from amkspec.conformance.rules import LEVELS, RULES, Level
 from amkspec.ir import IR_VERSION
 
 CHAPTERS = {
@@ -27,6 +32,10 @@ CHAPTERS = {
 """Chapter titles of the spec, for the summary table."""
 
 
+def verdict_word(passed: bool) -> str:
+    return "CONFORMS" if passed else "DOES NOT CONFORM"
+
+
 def _totals(run: KitRun) -> dict[str, int]:
     counts = Counter(r.status for r in run.results)
     return {
@@ -37,17 +46,30 @@ def _totals(run: KitRun) -> dict[str, int]:
     }
 
 
+def chapter_counts(rule_results: list[RuleResult]) -> dict[int, Counter[str]]:
+    """Per chapter, how many rules have each status (plus ``rules``, how many in all)."""
+    table: dict[int, Counter[str]] = {}
+    for rr in rule_results:
+        counts = table.setdefault(RULES[rr.rule].chapter, Counter())
+        counts[rr.status] += 1
+        counts["rules"] += 1
+    return table
+
+
 def to_json(run: KitRun) -> dict[str, Any]:
-    """The JSON report: implementation, spec version, per-rule status, per-case results, totals."""
+    """The JSON report: implementation, spec version, both levels' verdicts, per-rule status at each
+    level, per-case results with their findings, totals."""
+    by_level = {level: {rr.rule: rr for rr in run.rule_results(level)} for level in LEVELS}
     rules = {}
-    for rr in run.rule_results():
-        rule = RULES.get(rr.rule)
-        rules[rr.rule] = {
-            "level": rule.level.value if rule else "?",
-            "section": rule.section if rule else "?",
-            "status": rr.status,
-            "cases": len(rr.cases),
-            "failed_cases": list(rr.failed),
+    for rid, rule in RULES.items():
+        mine = [by_level[lv][rid] for lv in LEVELS if rid in by_level[lv]]
+        rules[rid] = {
+            "keyword": rule.keyword.value,
+            "level": rule.level.value,
+            "section": rule.section,
+            "status": {lv.value: by_level[lv][rid].status for lv in LEVELS if rid in by_level[lv]},
+            "cases": len(mine[0].cases),
+            "failed_cases": list(mine[-1].failed),
         }
     return {
         "implementation": {
@@ -56,7 +78,15 @@ def to_json(run: KitRun) -> dict[str, Any]:
         },
         "spec_version": IR_VERSION,
         "protocol_version": PROTOCOL_VERSION,
+        "level": run.level.value,
         "passed": run.passed,
+        "levels": {
+            lv.value: {
+                "passed": run.passed_at(lv),
+                "failed_cases": [r.case.id for r in run.results if r.fails_at(lv)],
+            }
+            for lv in LEVELS
+        },
         "totals": {**_totals(run), "seconds": round(run.seconds, 3), "restarts": run.restarts},
         "rules": rules,
         "cases": [
@@ -66,6 +96,15 @@ def to_json(run: KitRun) -> dict[str, Any]:
                 "rules": list(r.case.rules),
                 "status": r.status,
                 "reason": r.reason,
+                "findings": [
+                    {
+                        "rules": list(f.rules),
+                        "level": finding_level(f).value,
+                        "binding": binds(f, Level.STRICT),
+                        "message": f.message,
+                    }
+                    for f in r.findings
+                ],
                 "seconds": round(r.seconds, 4),
             }
             for r in run.results
@@ -74,34 +113,42 @@ def to_json(run: KitRun) -> dict[str, Any]:
 
 
 def to_junit(run: KitRun) -> str:
-    """JUnit XML: one testsuite per case kind, one testcase per case (not applicable = skipped)."""
-    root = ET.Element("testsuites", name="amkspec conformance", tests=str(len(run.results)))
+    """JUnit XML: one testsuite per case kind, one testcase per case. A case that fails certification
+    at the run's level is a failure, a not-applicable one is skipped; findings that do not fail it
+    (SHOULD rules, or strict rules at ``core``) are kept in its ``system-out``."""
+    name = f"amkspec conformance ({run.level.value})"
+    root = ET.Element("testsuites", name=name, tests=str(len(run.results)))
     for kind in ("format", "validate", "run", "refuse"):
         results = [r for r in run.results if r.case.kind == kind]
         if not results:
             continue
-        counts = Counter(r.status for r in results)
         suite = ET.SubElement(
             root,
             "testsuite",
             name=kind,
             tests=str(len(results)),
-            failures=str(counts[FAIL]),
-            skipped=str(counts[NA]),
+            failures=str(sum(r.fails_at(run.level) for r in results)),
+            skipped=str(sum(r.status == NA for r in results)),
         )
         for r in results:
             tc = ET.SubElement(
                 suite, "testcase", classname=f"conformance.{kind}", name=r.case.id, time=f"{r.seconds:.4f}"
             )
-            if r.status == FAIL:
-                ET.SubElement(tc, "failure", message=f"[{', '.join(r.case.rules)}] {r.reason}")
+            failing = [f for f in r.findings if binds(f, run.level)]
+            if failing:
+                ET.SubElement(tc, "failure", message=f"[{', '.join(failing[0].rules)}] {failing[0].message}")
             elif r.status == NA:
                 ET.SubElement(tc, "skipped", message=r.reason)
+            others = [f for f in r.findings if f not in failing]
+            if others:
+                out = ET.SubElement(tc, "system-out")
+                out.text = "\n".join(f"[{', '.join(f.rules)}] {f.message}" for f in others)
     return ET.tostring(root, encoding="unicode") + "\n"
 
 
 def summary(run: KitRun) -> str:
-    """The human summary: a table by chapter, then every failed rule with its first failing case."""
+    """The human summary: a table by chapter with both levels, every failed rule with its first failing
+    case, and the verdicts."""
     impl = run.implementation
     lines = [
         f"implementation: {impl.get('name', '?')} {impl.get('version', '')} ({run.command})",
@@ -109,40 +156,55 @@ def summary(run: KitRun) -> str:
         f"{run.seconds:.1f} s, {run.restarts} restart(s)",
         "",
     ]
-    rule_results = run.rule_results()
-    header = (
-        f"{'chapter':32} {'rules':>5} {'passed':>6} {'failed':>6} {'n/a':>5} {'untested':>8} {'outside':>7}"
-    )
-    lines += [header, "-" * len(header)]
+    counts = {lv: chapter_counts(run.rule_results(lv)) for lv in LEVELS}
+    header = f"{'':32} {'core (the spec)':^22}   {'strict (amkspec)':^22}"
+    columns = f"{'chapter':32} " + "   ".join([f"{'rules':>5} {'pass':>5} {'fail':>5} {'n/a':>4}"] * 2)
+    lines += [header, columns, "-" * len(columns)]
     for chapter, title in CHAPTERS.items():
-        mine = [rr for rr in rule_results if rr.rule in RULES and RULES[rr.rule].chapter == chapter]
-        if not mine:
+        if chapter not in counts[Level.STRICT]:
             continue
-        c = Counter(rr.status for rr in mine)
-        lines.append(
-            f"{f'§{chapter} {title}':32} {len(mine):>5} {c[PASS]:>6} {c[FAIL]:>6} {c[NA]:>5} "
-            f"{c[UNTESTED]:>8} {c[OUTSIDE]:>7}"
-        )
+        cells = []
+        for lv in LEVELS:
+            c = counts[lv].get(chapter, Counter())
+            other = c[NA] + c[UNTESTED] + c[OUTSIDE]
+            cells.append(f"{c['rules']:>5} {c[PASS]:>5} {c[FAIL]:>5} {other:>4}")
+        lines.append(f"{f'§{chapter} {title}':32} " + "   ".join(cells))
     totals = _totals(run)
     lines += [
+        "(n/a: not applicable, untested, or outside the kit)",
         "",
-        f"cases: {totals['passed']} passed, {totals['failed']} failed, "
+        f"cases: {totals['passed']} passed, {totals['failed']} with findings, "
         f"{totals['not_applicable']} not applicable",
     ]
-    reasons = {r.case.id: r.reason for r in run.results}
-    failed = [rr for rr in rule_results if rr.status == FAIL]
-    if failed:
-        lines += ["", "failed rules:"]
-        for rr in failed:
-            level = RULES[rr.rule].level.value if rr.rule in RULES else "?"
-            first = rr.failed[0]
-            example = f"e.g. {first}: {_short(reasons[first])}"
-            lines.append(f"  {rr.rule} ({level}): {len(rr.failed)} case(s) failed; {example}")
-    lines += ["", "CONFORMS" if run.passed else "DOES NOT CONFORM"]
+    lines += _failed_rules(run)
+    lines += [""] + [
+        f"{lv.value}: {verdict_word(run.passed_at(lv))} "
+        f"({sum(r.fails_at(lv) for r in run.results)} case(s) fail it)"
+        for lv in LEVELS
+    ]
+    lines += [f"verdict at level {run.level.value}: {verdict_word(run.passed)}"]
     return "\n".join(lines) + "\n"
 
 
-def _short(reason: str, limit: int = 240) -> str:
+def _failed_rules(run: KitRun) -> list[str]:
+    """One line per rule with a finding, at the first level where it has one."""
+    reasons = {r.case.id: r for r in run.results}
+    out: list[str] = []
+    for rr in run.rule_results(Level.STRICT):
+        if rr.status != FAIL:
+            continue
+        rule = RULES[rr.rule]
+        first = reasons[rr.failed[0]]
+        message = next((f.message for f in first.findings if rr.rule in f.rules), first.reason)
+        note = "" if rule.keyword.value == "MUST" else "; reported, never fails certification"
+        out.append(
+            f"  {rr.rule} ({rule.keyword.value}, {rule.level.value}{note}): {len(rr.failed)} case(s); "
+            f"e.g. {first.case.id}: {_short(message)}"
+        )
+    return ["", "rules with findings:", *out] if out else []
+
+
+def _short(reason: str, limit: int = 200) -> str:
     """The first line of a reason, at most ``limit`` characters (the JSON report keeps it whole)."""
     first = reason.strip().splitlines()[0] if reason.strip() else ""
     return first if len(first) <= limit and first == reason.strip() else first[: limit - 1] + "…"

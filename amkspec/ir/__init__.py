@@ -20,6 +20,7 @@ from amkspec.ir.enums import (
     FusedPattern,
     InstructionKind,
     MemSpace,
+    QuantFlags,
 )
 from amkspec.ir.errors import AmkspecError, FormatError, VersionError, VersionWarning
 from amkspec.ir.jsonio import dump, dumps, from_dict, load, loads, to_dict
@@ -42,6 +43,6 @@ __all__ = [
     "PARAM_LAYOUT", "READONLY_KINDS", "TARGETS", "WEIGHT_KINDS", "AmkspecError", "AttentionFlags", "Buffer",
     "BufferKind", "Counter", "DType", "FormatError", "FusedPattern", "GpuTarget",
     "InstructionKind", "MegakernelProgram", "MemSpace", "OpSpec", "Page", "PageAllocation",
-    "ProgramBuilder", "ScheduleConfig", "Task", "VersionError", "VersionWarning", "Wait", "dump",
-    "dumps", "from_dict", "load", "loads", "to_dict",
+    "ProgramBuilder", "QuantFlags", "ScheduleConfig", "Task", "VersionError", "VersionWarning", "Wait",
+    "dump", "dumps", "from_dict", "load", "loads", "to_dict",
 ]

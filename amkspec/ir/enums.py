@@ -129,3 +129,12 @@ class AttentionFlags(enum.IntFlag):
 
     CAUSAL = 1
     PARTIAL_WRITE = 2
+
+
+class QuantFlags(enum.IntFlag):
+    """Bits of the ``flags`` param of a quantized GEMV_TILE / GEMM_TILE / DEQUANT (an amkspec
+    extension, spec §7.9). ``AFFINE``: the scale table holds (scale, offset) pairs
+    ``[..., n_groups, 2]`` and ``w = level · scale + offset``, the level being the raw nibble (I4)
+    or the stored integer (I8) — GGUF's Q4_1 form."""
+
+    AFFINE = 4

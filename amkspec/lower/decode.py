@@ -20,7 +20,14 @@ import torch
 from amkspec.ir import BufferKind, DType, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.lower.lowering import LoweringError, lower, resolve_model
 from amkspec.models import EagerDecoder, LogitCheck, ModelConfig, compare_logits, make_weights
-from amkspec.models.quant import QuantSpec, quantize_weights
+from amkspec.models.quant import (
+    NativeQuant,
+    QuantSpec,
+    QuantTensor,
+    dequantized_weights,
+    native_weights,
+    quantize_weights,
+)
 from amkspec.vm import Policy, ReferenceVM
 
 
@@ -92,7 +99,9 @@ def greedy_decode(
     """Generate ``steps`` tokens after ``prompt`` (one list, or B equal-length lists) on the ReferenceVM.
 
     ``weights`` (default: the model's deterministic ones) are floating point; with ``quant`` the
-    program gets their quantized levels and the eager model their dequantized values.
+    program gets their quantized levels and the eager model their dequantized values. Weights given
+    as :class:`~amkspec.models.quant.QuantTensor` (e.g. GGUF Q4_1 / Q8_0) are lowered natively and
+    the eager model gets their exact dequantized values.
     ``make_vm`` builds the VM of each launch (default: a ReferenceVM under ``policy``); any object
     with ReferenceVM's ``run`` will do (e.g. ``vm_cuda.MegakernelVM``).
     """
@@ -107,14 +116,18 @@ def greedy_decode(
         raise LoweringError(f"prompt tokens must lie in [0, {m.vocab})")
     w: Mapping[str, Any] = make_weights(m) if weights is None else weights
     eager_w = w
+    layout: QuantSpec | NativeQuant | None = quant
     if quant is not None:
         w, eager_w = quantize_weights(m, {k: torch.as_tensor(v) for k, v in w.items()}, quant)
+    elif any(isinstance(v, QuantTensor) for v in w.values()):
+        eager_w = dequantized_weights(w)
+        layout, w = native_weights(w)
     ref = EagerDecoder(m, eager_w, dtype) if eager else None
     run = DecodeRun(generated=[[] for _ in rows])
     kv: dict[str, torch.Tensor] | None = None
     fed = [r[0] for r in rows]
     for pos in range(launches):
-        prog = lower(m, target, config, pos=pos, dtype=dtype, B=len(rows), quant=quant)
+        prog = lower(m, target, config, pos=pos, dtype=dtype, B=len(rows), quant=layout)
         vm = make_vm(prog) if make_vm is not None else ReferenceVM(prog, policy=policy)
         out = vm.run(w, step_inputs(pos, fed), kv)
         kv = {b.name: out[b.name] for b in prog.buffers if b.kind is BufferKind.KV_CACHE}

@@ -24,7 +24,7 @@ from amkspec.ir.opcodes import RECIPE_DTYPES
 from amkspec.lower.knobs import DOWN_RESIDUAL, GATE_UP_SILU, O_RESIDUAL
 from amkspec.lower.tiling import kv_shards, n_partitions, tile_width, tiles
 from amkspec.models.config import ModelConfig
-from amkspec.models.quant import QuantSpec, quantized_keys
+from amkspec.models.quant import NativeQuant, QuantFormat, QuantSpec
 
 Op = InstructionKind
 
@@ -84,9 +84,11 @@ class StepEmitter:
     batch: int
     tiling: dict[str, Any]
     num_sms: int | None
-    quant: QuantSpec | None = None
+    quant: QuantSpec | NativeQuant | None = None
     fusion: tuple[tuple[str, ...], ...] = ()
     b: ProgramBuilder = attrs.Factory(ProgramBuilder)
+    quantized: dict[str, list[Ready]] = attrs.Factory(dict)
+    """Weight key → its quantized buffers (levels, table), made once per key."""
 
     @property
     def dbytes(self) -> int:
@@ -108,20 +110,24 @@ class StepEmitter:
     def _rows(self, width: int) -> tuple[int, int]:
         return (self.batch, width)
 
+    def _format(self, key: str) -> QuantFormat | None:
+        """How weight ``key`` is quantized (None: floating point)."""
+        return None if self.quant is None else self.quant.format_of(key, self.model)
+
+    def _quantized(self, key: str, fmt: QuantFormat, n: int, k: int) -> list[Ready]:
+        """The levels ``key`` and the table ``key.scales`` of a quantized ``[n, k]`` weight."""
+        if key not in self.quantized:
+            levels = self.b.new_buffer(key, BufferKind.WEIGHT, fmt.qdtype, (n, k), source=key)
+            table = self.b.new_buffer(f"{key}.scales", BufferKind.WEIGHT, DType.F16, fmt.table_shape(n, k))
+            self.quantized[key] = [Ready(levels), Ready(table)]
+        return self.quantized[key]
+
     def _proj_weights(self, key: str, n: int, k: int) -> tuple[list[Ready], int, dict[str, Any]]:
         """The weight buffers of an ``N × K`` projection, its bytes per row and its quant params."""
-        q = self.quant if self.quant is not None and key in quantized_keys(self.model) else None
-        if q is None:
-            weights = [Ready(self._weight(key, (n, k)))]
-            row_bytes = k * self.dbytes
-            extra: dict[str, Any] = {}
-        else:
-            n_groups = math.ceil(k / q.group)
-            weights = [Ready(self.b.new_buffer(key, BufferKind.WEIGHT, q.qdtype, (n, k), source=key)),
-                       Ready(self.b.new_buffer(f"{key}.scales", BufferKind.WEIGHT, DType.F16, (n, n_groups)))]
-            row_bytes = math.ceil(k * q.bits / 8) + 2 * n_groups
-            extra = {"qdtype": int(q.qdtype), "group": q.group}
-        return weights, row_bytes, extra
+        fmt = self._format(key)
+        if fmt is None:
+            return [Ready(self._weight(key, (n, k)))], k * self.dbytes, {}
+        return self._quantized(key, fmt, n, k), fmt.row_bytes(k), fmt.params()
 
     def _proj_op(self) -> Op:
         return Op.GEMV_TILE if self.batch == 1 else Op.GEMM_TILE
@@ -282,15 +288,32 @@ class StepEmitter:
         d = self.projection(f"{p}.down_proj", act, f"{w}.mlp.down_proj.weight", f"{p}.d", c.hidden, i)
         return self.elementwise(Op.ADD, f"{p}.mlp_residual", h_attn, d, f"{p}.h_mlp", c.hidden)
 
+    def embed(self, token: Ready) -> Ready:
+        """The token's row of ``embed.weight``: one EMBED, or for a quantized table an EMBED of the
+        levels, an EMBED of the table row and a DEQUANT (spec §7.9)."""
+        c, key = self.model, "embed.weight"
+        h0 = self._act("h0", self._rows(c.hidden))
+        fmt = self._format(key)
+        if fmt is None:
+            table = Ready(self._weight(key, (c.vocab, c.hidden)))
+            return self._task(Op.EMBED, "embed", [token, table], h0, {"hidden": c.hidden},
+                              (self.batch * c.hidden * self.dbytes, 0))
+        levels, table = self._quantized(key, fmt, c.vocab, c.hidden)
+        row_q = self.b.new_buffer("h0.q", BufferKind.ACTIVATION, fmt.qdtype, self._rows(c.hidden))
+        row_t = self.b.new_buffer("h0.scales", BufferKind.ACTIVATION, DType.F16, fmt.table_shape(1, c.hidden))
+        q_bytes = fmt.row_bytes(c.hidden) - 2 * math.prod(fmt.table_shape(1, c.hidden))
+        got_q = self._task(Op.EMBED, "embed.q", [token, levels], row_q, {"hidden": c.hidden}, (q_bytes, 0))
+        got_t = self._task(Op.EMBED, "embed.scales", [token, table], row_t, {"hidden": c.hidden},
+                           (fmt.row_bytes(c.hidden) - q_bytes, 0))
+        return self._task(Op.DEQUANT, "embed", [got_q, got_t], h0, fmt.params(),
+                          (c.hidden * self.dbytes, 2 * c.hidden))
+
     def emit(self) -> ProgramBuilder:
         """All tasks of the step: IO buffers, embed, the layers, final norm and lm head."""
         c = self.model
         token, pos, ids = (Ready(self.b.new_buffer(name, BufferKind.IO_INPUT, DType.I32, (self.batch,)))
                            for name in ("token_id", "pos", "reshape_id0"))
-        h0 = self._act("h0", self._rows(c.hidden))
-        table = Ready(self._weight("embed.weight", (c.vocab, c.hidden)))
-        x = self._task(Op.EMBED, "embed", [token, table], h0, {"hidden": c.hidden},
-                       (self.batch * c.hidden * self.dbytes, 0))
+        x = self.embed(token)
         for n in range(c.n_layers):
             x = self.layer(n, x, ids, pos)
         hf = self.rmsnorm("final_norm", x, "final_norm", "hf")

@@ -20,7 +20,7 @@ from amkspec.lower.knobs import MAX_BATCH, require_valid
 from amkspec.lower.pages import allocate_pages
 from amkspec.lower.sm_assign import assign_sms
 from amkspec.models.config import MODELS, ModelConfig
-from amkspec.models.quant import QuantSpec, quantized_keys
+from amkspec.models.quant import NativeQuant, QuantSpec
 
 LOWERABLE_DTYPES = (DType.F32, DType.F16, DType.BF16)
 
@@ -61,11 +61,11 @@ def _dtype(dtype: DType | str) -> DType:
         raise LoweringError(f"unknown dtype {dtype!r}") from None
 
 
-def _quant(quant: QuantSpec | Mapping[str, int] | None) -> QuantSpec | None:
-    if quant is None or isinstance(quant, QuantSpec):
+def _quant(quant: QuantSpec | NativeQuant | Mapping[str, int] | None) -> QuantSpec | NativeQuant | None:
+    if quant is None or isinstance(quant, QuantSpec | NativeQuant):
         return quant
     if not isinstance(quant, Mapping):
-        raise LoweringError(f"bad quant (a {type(quant).__name__}): give a QuantSpec or "
+        raise LoweringError(f"bad quant (a {type(quant).__name__}): give a QuantSpec, a NativeQuant or "
                             "{'bits': 4|8, 'group': G}")
     try:
         return QuantSpec(**quant)
@@ -88,12 +88,15 @@ def _check(model: ModelConfig, pos: int, dtype: DType, batch: int) -> None:
 def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
           config: ScheduleConfig | Mapping[str, Any] | None = None, *, pos: int = 0,
           dtype: DType | str = DType.F32, B: int = 1,
-          quant: QuantSpec | Mapping[str, int] | None = None, compat: bool = False) -> MegakernelProgram:
+          quant: QuantSpec | NativeQuant | Mapping[str, int] | None = None,
+          compat: bool = False) -> MegakernelProgram:
     """Lower one decode step of ``model`` for the token at absolute position ``pos`` (the lowering guide).
 
     ``B`` sequences decode in lockstep (GEMM_TILE projections, batched attention). ``quant``
     (a QuantSpec or ``{"bits": 4|8, "group": G}``) stores the layers' projections as I4/I8 levels
-    with F16 scales (single sequence only). ``dtype`` may be given by name. ``config``
+    with F16 scales; a :class:`~amkspec.models.quant.NativeQuant` stores each weight it lists in its
+    own format (Q4_1, Q8_0: spec §7.9), the token table and lm head included
+    (single sequence only, either way). ``dtype`` may be given by name. ``config``
     None means the original's auto tiling (width 32). With a target, ``config.sm_assignment`` is
     resolved into ``Task.sm``; ``config.page_allocation`` always yields ``program.pages`` (None
     for ``"none"``), unless ``compat`` is set. Raises :class:`LoweringError` on bad arguments (a
@@ -109,6 +112,9 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     _check(m, pos, dtype, B)
     if quant is not None and B > 1:
         raise LoweringError("quantized lowering supports one sequence only (B = 1)")
+    if isinstance(quant, NativeQuant) and quant.unsupported(m):
+        raise LoweringError(f"cannot store {', '.join(quant.unsupported(m)[:3])} quantized: only the "
+                            "projections, embed.weight and lm_head.weight of the model can be")
     if config is not None:
         if not isinstance(config, ScheduleConfig | Mapping):
             raise LoweringError(f"config must be a ScheduleConfig or a mapping, got {type(config).__name__}")
@@ -122,7 +128,7 @@ def lower(model: ModelConfig | str, target: GpuTarget | str | None = None,
     prog.meta["weight_bytes"] = prog.total_weight_bytes()
     if quant is not None:
         prog.meta["quantized"] = True
-        prog.meta["quant"] = quant.to_meta(len(quantized_keys(m)))
+        prog.meta["quant"] = quant.to_meta(m)
     if B > 1:
         prog.meta["batch"] = B
     if config is not None and not compat:

@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, Task
+from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, QuantFlags, Task
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
 from amkspec.proofs.columns import TaskColumns
 from amkspec.proofs.shapes.context import are_shapes, is_shape
@@ -338,6 +338,7 @@ _QUANTIZED = (DType.I8, DType.I4)
 """The ``qdtype`` values of a quantized GEMV/GEMM tile."""
 _PARTIAL_WRITE = int(AttentionFlags.PARTIAL_WRITE)
 """The flag's bit as a plain int: ``flags & IntFlag`` runs the enum's Python ``__rand__`` (0.5 µs)."""
+_AFFINE = int(QuantFlags.AFFINE)
 
 
 @attrs.frozen
@@ -619,15 +620,21 @@ def _combine(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand])
     return _full(ins, len(ins)), _only_first(outs, outs[0].every)
 
 
-def _group_cols(table: Operand, rows: tuple[int, ...], k: int, group: int) -> Region:
-    """Columns of a scales/zeros table (viewed ``[*rows, -1]``) that ``expand_groups`` reads."""
-    n_rows, numel = math.prod(rows), math.prod(table.stored)
-    if n_rows == 0 or numel % n_rows:
+def _group_cols(table: Operand, rows: tuple[int, ...], k: int, group: int, pairs: bool = False) -> Region:
+    """Columns of a scales/zeros table (viewed ``[*rows, -1]``, or ``[*rows, -1, 2]`` for the
+    (scale, offset) ``pairs`` of the affine form) that ``expand_groups`` reads."""
+    n_rows, numel, per = math.prod(rows), math.prod(table.stored), 2 if pairs else 1
+    if n_rows == 0 or numel % (n_rows * per):
         raise _Reject("scales are not whole rows")
     width = numel // n_rows
     if width == 0 and k > 0:
         raise _Reject("empty scales")
-    return row_prefix(table.stored, n_rows, width, -(-k // group))
+    return row_prefix(table.stored, n_rows, width, per * -(-k // group))
+
+
+def _affine(params: Mapping[str, Any]) -> bool:
+    """Whether ``flags`` selects the affine (scale, offset) table of a quantized operand."""
+    return bool(_param(params, "flags", 0) & _AFFINE)
 
 
 def _dequant(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) -> tuple[Reads, Writes]:
@@ -651,16 +658,19 @@ def _dequant(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand])
         if q[-1] < k:
             raise _Reject("q holds fewer than K columns")
         q_read = along(q, -1, 0, k)
-    reads = [q_read, _group_cols(ins[1], rows, k, group)]
+    affine = _affine(params)
+    if affine and len(ins) > 2:
+        raise _Reject("an affine table takes no zeros")
+    reads = [q_read, _group_cols(ins[1], rows, k, group, affine)]
     if len(ins) > 2:
         reads.append(_group_cols(ins[2], rows, k, group))
     reads += [EMPTY] * (len(ins) - len(reads))
     return reads, _only_first(outs, outs[0].every)
 
 
-def _tile_rows(op: Operand, n_off: int, n_tile: int, what: str) -> Region:
-    """Rows ``[n_off, n_off+n_tile)`` of a 2-D weight-like operand, all columns."""
-    if len(op.stored) != 2 or n_off < 0 or n_off + n_tile > op.stored[0] or n_tile < 0:
+def _tile_rows(op: Operand, n_off: int, n_tile: int, what: str, rank: int = 2) -> Region:
+    """Rows ``[n_off, n_off+n_tile)`` of a weight-like operand of ``rank`` dims, all the rest."""
+    if len(op.stored) != rank or n_off < 0 or n_off + n_tile > op.stored[0] or n_tile < 0:
         raise _Reject(f"tile rows outside {what}")
     return along(op.stored, 0, n_off, n_off + n_tile)
 
@@ -678,14 +688,18 @@ def _linear(params: Mapping[str, Any], ins: list[Operand], outs: list[Operand]) 
         group = _param(params, "group", k)
         if group <= 0 or k != k_x:
             raise _Reject("quantized tile K")
-        qw = ins[1].stored
-        if len(qw) != 2 or any(len(op.stored) != 2 for op in ins[2:4]):
+        qw, affine = ins[1].stored, _affine(params)
+        tables_in = ins[2:4]
+        if affine and (len(ins) > 3 or len(ins[2].stored) != 3 or ins[2].stored[-1] != 2):
+            raise _Reject("an affine table is [N, n_groups, 2] and takes no zeros")
+        if len(qw) != 2 or (not affine and any(len(op.stored) != 2 for op in tables_in)):
             raise _Reject("quantized operands are not 2-D")
         q_cols = -(-k // 2) if qdtype == _I4 else k
         if (qw[-1] * 2 if qdtype == _I4 else qw[-1]) < k:
             raise _Reject("quantized W holds fewer than K columns")
-        tables = [_tile_rows(op, n_off, n_tile, "scales") for op in ins[2:4]]
-        groups = [_group_cols(op, (op.stored[0],), k, group) for op in ins[2:4]]
+        rank = 3 if affine else 2
+        tables = [_tile_rows(op, n_off, n_tile, "scales", rank) for op in tables_in]
+        groups = [_group_cols(op, (op.stored[0],), k, group, affine) for op in tables_in]
         reads = [
             ins[0].every,
             _intersect(_tile_rows(ins[1], n_off, n_tile, "W"), along(qw, -1, 0, q_cols)),

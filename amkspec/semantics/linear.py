@@ -16,7 +16,8 @@ QUANT_CODES = (int(DType.I8), int(DType.I4))
 
 _DOC = dict(
     family="Linear",
-    inputs="x [M, K], W [N, K], optional bias [N]; quantized: x, qW, scales [N, n_groups]",
+    inputs="x [M, K], W [N, K], optional bias [N]; quantized: x, qW, scales [N, n_groups] "
+    "(affine: (scale, offset) pairs [N, n_groups, 2])",
     outputs="out [M, N] (tile columns only)",
     shapes="n_off + N_tile ≤ N; quantized qW is [N, K] (I8) or packed [N, ceil(K/2)] (I4, low nibble = "
     "even column)",
@@ -69,7 +70,7 @@ gemv_tile = semantics(
     _K.GEMV_TILE,
     params="K: not read on the fp path (W's width is used), the number of dequantized columns on the "
     "quantized path (default x's last dim); N_tile = N; n_off = 0; qdtype ∈ {6 I8, 7 I4} with 3 inputs "
-    "selects the quantized path; group = K",
+    "selects the quantized path; group = K; flags bit 2 (AFFINE, extension): w = level · scale + offset",
     formula="out[..., n_off:n_off+N_tile] = x @ W[n_off:n_off+N_tile].T (+ bias), float32, then cast",
     **_DOC,
 )(linear_tile)

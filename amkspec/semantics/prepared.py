@@ -4,7 +4,7 @@
 torch operations the opcode's reference function (:data:`amkspec.semantics.OP_SEMANTICS`) runs on
 those operands: the same kernels on operands of the same dtypes, shapes and strides, so the
 results are bit-identical. The operand checks, param parsing and views are done once, here. In
-any case that is not the plain one (another dtype, a bias, a quantized weight, a shape that
+any case that is not the plain one (another dtype, a bias, zero points, a shape that
 needs the reshape or broadcast path of ``store``, anything that would raise) it returns None and
 the caller runs the reference function, which then computes, or raises, as always.
 
@@ -20,10 +20,10 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from amkspec.ir import AttentionFlags, InstructionKind
-from amkspec.semantics import attention, movement
+from amkspec.ir import AttentionFlags, InstructionKind, QuantFlags
+from amkspec.semantics import attention, linear, movement, quant
 from amkspec.semantics.linear import QUANT_CODES
-from amkspec.semantics.registry import Params, Tensor
+from amkspec.semantics.registry import OpError, Params, Tensor
 
 Step = Callable[[], None]
 _K = InstructionKind
@@ -37,6 +37,8 @@ def _integer(dtype: torch.dtype) -> bool:
 
 def _linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
     """GEMV_TILE/GEMM_TILE without bias or quantization (:func:`amkspec.semantics.linear.linear_tile`)."""
+    if len(inputs) == 3 and int(params.get("qdtype", 0)) in QUANT_CODES:
+        return _quantized_linear(inputs, outputs, params)
     if len(inputs) != 2 or len(outputs) < 1:
         return None
     x, w_full, out = inputs[0], inputs[1], outputs[0]
@@ -63,6 +65,37 @@ def _linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step
 
     def step() -> None:
         view.copy_(x @ wt)
+
+    return step
+
+
+def _quantized_linear(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step | None:
+    """The quantized tile ``[x, qW, table]`` with float32 x and out: the reference's
+    :func:`~amkspec.semantics.quant.dequantize` of the tile's rows (sliced once, here), then ``x @ W.T``."""
+    x, out = inputs[0], outputs[0] if outputs else None
+    if out is None or x.dtype != _F32 or out.dtype != _F32 or x.dim() != 2 or out.dim() != 2:
+        return None
+    k = int(params.get("K", x.shape[-1]))
+    n_off = int(params.get("n_off", 0))
+    n_tile = int(params.get("N_tile", inputs[2].shape[0]))
+    group = int(params.get("group", k))
+    affine = bool(int(params.get("flags", 0)) & QuantFlags.AFFINE)
+    q_rows, table = inputs[1][n_off : n_off + n_tile], inputs[2][n_off : n_off + n_tile]
+    if n_off < 0 or q_rows.shape[0] != n_tile or table.shape[0] != n_tile or n_off + n_tile > out.shape[-1]:
+        return None
+    view = out[:, n_off : n_off + n_tile]
+    if view.shape != (x.shape[0], n_tile) or x.shape[-1] != k:
+        return None
+    qdtype = int(params["qdtype"])
+    dequantize, reference, error = quant.dequantize, linear.linear_tile, OpError
+
+    def step() -> None:
+        try:
+            w = dequantize(q_rows, table, None, qdtype, group, k, affine)
+        except error:  # operands the reference refuses: it raises its error
+            reference(inputs, outputs, params)
+            return
+        view.copy_(x @ w.T)
 
     return step
 

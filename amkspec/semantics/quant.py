@@ -9,16 +9,22 @@ float16 ``[N, n_groups]``.
   nibble = even column), ``w = (nibble − 8) · scale``.
 * Asymmetric (with zero points): unsigned levels, ``w = (level − zero) · scale``;
   for I4 the level is the raw nibble (no −8), for I8 the levels are stored as U8.
+* Affine (``flags`` bit :attr:`~amkspec.ir.QuantFlags.AFFINE`, the extension of §7.9: GGUF's
+  Q4_1): the table holds (scale, offset) pairs ``[N, n_groups, 2]`` and ``w = level · scale +
+  offset`` with the raw nibble (I4) or the stored integer (I8) as level. ``level · scale`` is exact
+  in float32 for a float16 scale (at most 4 + 11, or 8 + 11, significant bits, never below
+  2^-24), so the one rounding of the sum gives GGUF's ``d * q + m`` bit for bit.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 import torch
 
-from amkspec.ir import DType, InstructionKind
+from amkspec.ir import DType, InstructionKind, QuantFlags
 from amkspec.semantics.registry import OpError, Params, Tensor, arity, f32, int_param, semantics, store
 
 _K = InstructionKind
@@ -46,9 +52,14 @@ def pack_int4(nibbles: Tensor) -> Tensor:
 
 
 def unpack_int4(packed: Tensor, k: int) -> Tensor:
-    """The nibbles (0..15, int64) of packed uint8 ``[..., ceil(K/2)]``, first ``k`` columns."""
-    p = packed.to(torch.int64)
-    return torch.stack([p & 0xF, (p >> 4) & 0xF], dim=-1).reshape(*p.shape[:-1], -1)[..., :k]
+    """The nibbles (0..15) of packed bytes ``[..., ceil(K/2)]``, first ``k`` columns (uint8 for a
+    uint8 ``packed``, else int64)."""
+    if packed.dtype == torch.uint8:
+        low, high = packed & 0xF, packed >> 4
+    else:
+        p = packed.to(torch.int64)
+        low, high = p & 0xF, (p >> 4) & 0xF
+    return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], -1)[..., :k]
 
 
 def expand_groups(table: Tensor, group: int, k: int) -> Tensor:
@@ -62,8 +73,8 @@ def expand_groups(table: Tensor, group: int, k: int) -> Tensor:
     return t[..., :k]
 
 
-def levels(q: Tensor, qdtype: int, k: int, has_zeros: bool) -> Tensor:
-    """Float32 levels of stored ``q``: I4 unpacks nibbles (−8 when symmetric), others convert.
+def levels(q: Tensor, qdtype: int, k: int, raw: bool) -> Tensor:
+    """Float32 levels of stored ``q``: I4 unpacks nibbles (−8 unless ``raw``), others convert.
 
     An I4 ``q`` must hold ``ceil(K/2)`` packed bytes per row, any other ``q`` ``K`` levels."""
     packed = qdtype == DType.I4
@@ -73,22 +84,46 @@ def levels(q: Tensor, qdtype: int, k: int, has_zeros: bool) -> Tensor:
         raise OpError(f"quantized q {tuple(q.shape)} must hold {held} per row for K = {k}")
     if packed:
         nib = unpack_int4(q, k).float()
-        return nib if has_zeros else nib - 8.0
+        return nib if raw else nib - 8.0
     return f32(q)
 
 
-def dequantize(q: Tensor, scales: Tensor, zeros: Tensor | None, qdtype: int, group: int, k: int) -> Tensor:
-    """Float32 ``[..., K]`` weights ``(level − zero) · scale`` (zero = 0 when absent)."""
+def dequantize(q: Tensor, scales: Tensor, zeros: Tensor | None, qdtype: int, group: int, k: int,
+               affine: bool = False) -> Tensor:
+    """Float32 ``[..., K]`` weights ``(level − zero) · scale`` (zero = 0 when absent), or
+    ``level · scale + offset`` when ``affine`` (``scales`` then holds the pairs ``[..., n_groups, 2]``)."""
     if group <= 0:
         raise OpError(f"quantization group must be positive, got {group}")
-    lv = levels(q, qdtype, k, zeros is not None)
+    lv = levels(q, qdtype, k, raw=zeros is not None or affine)
+    if affine:
+        if scales.dim() < 2 or scales.shape[-1] != 2 or scales.shape[:-2] != lv.shape[:-1]:
+            raise OpError(f"an affine scale table {tuple(scales.shape)} is not one row of (scale, offset) "
+                          f"pairs [n_groups, 2] per row of q {tuple(lv.shape[:-1])}")
+        return _by_group(lambda v, s, o: v * s + o, lv, group, k, scales[..., 0], scales[..., 1])
     for name, table in (("scales", scales), ("zeros", zeros)):
         if table is not None and table.shape[:-1] != lv.shape[:-1]:
             rows = f"one row of groups per row of q {tuple(q.shape)}"
             raise OpError(f"{name} {tuple(table.shape)} is not {rows}")
-    if zeros is not None:
-        lv = lv - expand_groups(zeros, group, k)
-    return lv * expand_groups(scales, group, k)
+    if zeros is None:
+        return _by_group(lambda v, s: v * s, lv, group, k, scales)
+    return _by_group(lambda v, z, s: (v - z) * s, lv, group, k, zeros, scales)
+
+
+def _by_group(formula: Callable[..., Tensor], lv: Tensor, group: int, k: int, *tables: Tensor) -> Tensor:
+    """``formula(levels, *tables)`` with each table's value for group ``g`` applied to columns
+    ``[g·group, (g+1)·group)`` (:func:`expand_groups`). When the groups tile K exactly it runs on
+    ``[..., n_groups, group]`` views instead of expanded copies: the same float32 operations on
+    the same values, element by element."""
+    n = tables[0].shape[-1] if tables[0].dim() else 0
+    if n > 0 and n * group == k and all(t.shape[-1] == n for t in tables):
+        cols = [f32(t).unsqueeze(-1) for t in tables]
+        return formula(lv.unflatten(-1, (n, group)), *cols).flatten(-2)
+    return formula(lv, *(expand_groups(t, group, k) for t in tables))
+
+
+def is_affine(params: Params, kind: InstructionKind) -> bool:
+    """Whether ``flags`` holds :attr:`~amkspec.ir.QuantFlags.AFFINE` (a (scale, offset) table)."""
+    return bool(int_param(params, "flags", kind, 0) & QuantFlags.AFFINE)
 
 
 def dequant_rows(qin: list[Tensor], params: Params, n_off: int, n_tile: int, k: int) -> Tensor:
@@ -98,8 +133,11 @@ def dequant_rows(qin: list[Tensor], params: Params, n_off: int, n_tile: int, k: 
     zeros = qin[2][rows] if len(qin) > 2 else None
     if n_off < 0 or q.shape[0] != n_tile or scales.shape[0] != n_tile:
         raise OpError(f"rows {n_off}..{n_off + n_tile - 1} outside a quantized W ({qin[0].shape[0]} rows)")
+    affine = is_affine(params, _K.GEMV_TILE)
+    if affine and zeros is not None:
+        raise OpError("an affine (scale, offset) table takes no zero points")
     qdtype = int_param(params, "qdtype", _K.GEMV_TILE, 0)
-    return dequantize(q, scales, zeros, qdtype, int_param(params, "group", _K.GEMV_TILE, k), k)
+    return dequantize(q, scales, zeros, qdtype, int_param(params, "group", _K.GEMV_TILE, k), k, affine)
 
 
 _F16_MAX = float(torch.finfo(torch.float16).max)
@@ -173,13 +211,16 @@ def quantize(w: Tensor, bits: int, group: int = 128, symmetric: bool = True) -> 
 
 
 @semantics(
-    _K.DEQUANT, family="Quantization", inputs="q, scales [..., n_groups], optional zeros",
+    _K.DEQUANT, family="Quantization",
+    inputs="q, scales [..., n_groups] (affine: (scale, offset) pairs [..., n_groups, 2]), optional zeros",
     outputs="out [..., K]",
-    params="qdtype (7 with a packed I4 q: nibbles are unpacked; otherwise q holds levels); group = K",
+    params="qdtype (7 with a packed I4 q: nibbles are unpacked; otherwise q holds levels); group = K; "
+    "flags bit 2 (AFFINE, extension): the table holds (scale, offset) pairs",
     shapes="K = out.numel / rows of q; q holds K levels or (uint8, qdtype 7) ceil(K/2) packed bytes "
-    "per row; scales/zeros have ceil(K/group) columns",
+    "per row; scales/zeros have ceil(K/group) columns (affine: ceil(K/group) pairs, no zeros)",
     formula="out = (level − zero) · scale per group, level = nibble − 8 (I4 symmetric), nibble "
-    "(I4 with zeros) or q (otherwise); float32, then cast",
+    "(I4 with zeros) or q (otherwise); affine: out = level · scale + offset, level = nibble (I4) or q; "
+    "float32, then cast",
 )
 def dequant(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7.7 DEQUANT, unpacking packed I4 nibbles (the original did not: see the differences pages)."""
@@ -193,8 +234,11 @@ def dequant(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None
         raise OpError(f"DEQUANT: output of {out.numel()} elements is not whole rows of q {tuple(q.shape)}")
     k = out.numel() // n_rows
     group = int_param(params, "group", _K.DEQUANT, k)
-    scales = _per_row(inputs[1], rows, "scales")
-    zeros = _per_row(inputs[2], rows, "zeros") if len(inputs) > 2 else None
+    affine = is_affine(params, _K.DEQUANT)
+    if affine and len(inputs) > 2:
+        raise OpError("DEQUANT: an affine (scale, offset) table takes no zero points")
+    scales = _per_row(inputs[1], rows, "scales", affine)
+    zeros = _per_row(inputs[2], rows, "zeros", False) if len(inputs) > 2 else None
     qdtype = int_param(params, "qdtype", _K.DEQUANT, 0)
     packed = q.dtype == torch.uint8 and q.shape[-1] == (k + 1) // 2
     if qdtype == DType.I4 and not packed:
@@ -204,13 +248,14 @@ def dequant(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None
                 f"nor K = {k} levels per row"
             )
         qdtype = 0  # levels already unpacked (an I8/U8 buffer): read them as given, like the original
-    store(out, dequantize(q, scales, zeros, qdtype, group, k))
+    store(out, dequantize(q, scales, zeros, qdtype, group, k, affine))
 
 
-def _per_row(table: Tensor, rows: tuple[int, ...], name: str) -> Tensor:
-    """A DEQUANT scale or zero-point table as ``[*rows, n_groups]``."""
+def _per_row(table: Tensor, rows: tuple[int, ...], name: str, pairs: bool) -> Tensor:
+    """A DEQUANT scale or zero-point table as ``[*rows, n_groups]`` (``[*rows, n_groups, 2]`` of pairs)."""
     try:
-        return table.reshape(*rows, -1)
+        return table.reshape(*rows, -1, 2) if pairs else table.reshape(*rows, -1)
     except RuntimeError as exc:
-        raise OpError(f"DEQUANT: {name} {tuple(table.shape)} is not a row of groups for each of q's "
+        what = "(scale, offset) pairs" if pairs else "groups"
+        raise OpError(f"DEQUANT: {name} {tuple(table.shape)} is not a row of {what} for each of q's "
                       f"{math.prod(rows)} rows") from exc

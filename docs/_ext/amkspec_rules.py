@@ -4,9 +4,13 @@
 ``{amkspec-rules} §6`` (or ``§3.3``) lists the rules of a chapter or section, each with an anchor
 ``rule-<id>`` (lower case) so that ``spec/06-json-format.html#rule-fmt-rt-1`` is a stable link.
 
-``{amkspec-traceability}`` renders the table rule → diagnostic code(s) → conformance cases and
-**fails the build** when a MUST rule has no case (rules every case exercises, and rules verified by
-amkspec's own tests because the protocol cannot drive their component, excepted).
+Each entry shows the rule's key word and level; a strict rule links the Differences entry that gives
+its reason.
+
+``{amkspec-traceability}`` renders the table rule → key word, level → diagnostic code(s) →
+conformance cases and **fails the build** when a MUST rule has no case (rules every case exercises,
+and rules verified by amkspec's own tests because the protocol cannot drive their component,
+excepted).
 
 Every sentence of a spec chapter (``docs/spec/*.md``) that uses an RFC 2119 key word must cite the
 ID of an existing rule (:mod:`amkspec.conformance.normative`); each one that does not is a warning
@@ -55,16 +59,21 @@ class RulesDirective(Directive):
         if not chosen:
             raise ExtensionError(f"amkspec-rules: no rule in {self.arguments[0]}")
         items = nodes.bullet_list(classes=["amkspec-rules"])
+        env = self.state.document.settings.env
         for rule in chosen:
-            items += nodes.list_item("", _entry(rule))
+            items += nodes.list_item("", _entry(rule, env))
         return [items]
 
 
-def _entry(rule: Rule) -> nodes.paragraph:
+def _entry(rule: Rule, env: Any) -> nodes.paragraph:
     para = nodes.paragraph()
     para += nodes.target("", "", ids=[anchor(rule.id)])
     para += nodes.strong(text=rule.id)
-    para += nodes.Text(f" ({rule.level.value}). {rule.text}")
+    para += nodes.Text(f" ({rule.keyword.value}, {rule.level.value}). {rule.text}")
+    if rule.differs is not None:
+        para += nodes.Text(" Stricter than the original specification; why: ")
+        para += _difference_link(rule, env)
+        para += nodes.Text(".")
     if rule.codes:
         para += nodes.Text(" Codes: ")
         para += nodes.literal(text=", ".join(rule.codes))
@@ -77,6 +86,13 @@ def _entry(rule: Rule) -> nodes.paragraph:
     return para
 
 
+def _difference_link(rule: Rule, env: Any) -> nodes.reference:
+    """A link to the section of the site that gives a strict rule's reason, labelled with its row."""
+    assert rule.differs is not None
+    uri = env.app.builder.get_relative_uri(env.docname, rule.differs.doc) + "#" + rule.differs.anchor
+    return nodes.reference("", rule.differs.area.replace("`", ""), refuri=uri, internal=True)
+
+
 class TraceabilityDirective(Directive):
     has_content = False
 
@@ -85,7 +101,7 @@ class TraceabilityDirective(Directive):
         missing = untraced_musts({rid for rid, ids in cases.items() if ids})
         if missing:
             raise ExtensionError(f"MUST rule(s) without a conformance case: {', '.join(missing)}")
-        headers = ["Rule", "Level", "Section", "Codes", "Cases"]
+        headers = ["Rule", "Key word", "Level", "Section", "Codes", "Cases"]
         rows = []
         for rule in RULES.values():
             ids = cases.get(rule.id, [])
@@ -96,7 +112,9 @@ class TraceabilityDirective(Directive):
                 if rule.verified_by and not ids
                 else (", ".join(ids[:3]) + (f" … ({len(ids)} in all)" if len(ids) > 3 else ""))
             )
-            rows.append([rule.id, rule.level.value, rule.section, ", ".join(rule.codes), shown])
+            rows.append(
+                [rule.id, rule.keyword.value, rule.level.value, rule.section, ", ".join(rule.codes), shown]
+            )
         return [_table(headers, rows)]
 
 

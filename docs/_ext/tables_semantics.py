@@ -71,3 +71,25 @@ def storage() -> Table:
     rows = [[f"``{d.name}`` ({int(d)})", str(d.bits), f"``{str(torch_dtype(d)).removeprefix('torch.')}``",
              notes.get(d, "")] for d in DType]
     return ["DType", "Bits", "Stored as (torch)", "Note"], rows
+
+
+def quant_formats() -> Table:
+    """The quantized weight formats a program stores (spec §7.7, §7.9): the GGML formats imported
+    natively and the symmetric forms ``QuantSpec`` re-quantizes to (group 32 shown)."""
+    from amkspec.models.quant import NATIVE_FORMATS, QuantSpec
+
+    formats = [*NATIVE_FORMATS.values(), QuantSpec(4, 32).format, QuantSpec(8, 32).format]
+    rows = []
+    for f in formats:
+        q_shape = "int8 ``[N, K]``"
+        if f.qdtype.bits == 4:
+            q_shape = "uint8 ``[N, ceil(K/2)]`` (two nibbles a byte, low = even column)"
+        level = "q" if f.qdtype.bits == 8 else ("nibble" if f.affine else "(nibble − 8)")
+        value = f"{level} · scale + offset" if f.affine else f"{level} · scale"
+        table = "(scale, offset) pairs ``[N, K/group, 2]``" if f.affine else "scales ``[N, K/group]``"
+        params = ", ".join(f"``{k}`` {v}" for k, v in f.params().items())
+        source = "GGUF (native)" if f.name in NATIVE_FORMATS else "``QuantSpec`` (re-quantized)"
+        rows.append([f"``{f.name}``", source, f"{f.qdtype.name}: {q_shape}", f"F16 {table}", params,
+                     _cell(value)])
+    headers = ["Format", "From", "Levels ``key``", "Table ``key.scales``", "Task params", "Weight (float32)"]
+    return headers, rows

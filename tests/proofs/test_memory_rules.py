@@ -157,6 +157,33 @@ def test_quantized_gemv_tile_defaults_to_the_scales_rows() -> None:
     assert codes(prog) == ["M401"]
 
 
+@pytest.mark.parametrize(("qdtype", "dtype"), [(7, I4), (6, I8)])
+def test_affine_quantized_gemv_reads_a_table_of_pairs(qdtype: int, dtype: DType) -> None:
+    def prog(table: tuple[int, ...], flags: int = 4, k: int = 64) -> MegakernelProgram:
+        ins = [io("x", (1, k)), wt("qw", (8, k), dtype), wt("t", table, F16)]
+        params = {"K": k, "N_tile": 4, "n_off": 4, "qdtype": qdtype, "group": 32, "flags": flags}
+        return one(Op.GEMV_TILE, ins, res("y", (1, 8)), params)
+
+    assert codes(prog((8, 2, 2))) == []
+    assert codes(prog((8, 3, 2), k=80)) == []  # ceil(80 / 32) = 3 groups
+    assert codes(prog((8, 2))) == ["M408"]  # a symmetric table under flags AFFINE
+    assert codes(prog((8, 2, 2), flags=0)) == ["M408"]  # a table of pairs without the flag
+    assert codes(prog((8, 2, 3))) == ["M408"]
+    assert codes(prog((4, 2, 2))) == ["M408"]  # fewer rows than the weight
+    assert codes(prog((8, 2, 2), flags=4 | 2)) == []  # other bits are not the quantized path's
+
+
+def test_affine_flag_needs_the_quantized_path_and_no_zeros() -> None:
+    fp = one(Op.GEMV_TILE, [io("x", (1, 8)), wt("w", (8, 8))], res("y", (1, 8)), {**GEMV, "flags": 4})
+    assert codes(fp) == ["M413"]
+    zeros = one(Op.DEQUANT, [wt("q", (4, 8), I4), wt("t", (4, 2, 2), F16), wt("z", (4, 2), F16)],
+                res("y", (4, 8)), {"qdtype": 7, "group": 4, "flags": 4})
+    assert codes(zeros) == ["M413"]
+    pairs = one(Op.DEQUANT, [wt("q", (4, 8), I4), wt("t", (4, 4), F16)], res("y", (4, 8)),
+                {"qdtype": 7, "group": 4, "flags": 4})
+    assert codes(pairs) == []  # 16 entries: the semantics view them as [4, 2, 2]
+
+
 def test_bias_must_be_one_dimensional() -> None:
     prog = one(Op.GEMV_TILE, [io("x", (1, 8)), wt("w", (8, 8)), wt("b", (1, 8))], res("y", (1, 8)), GEMV)
     assert codes(prog) == ["M405"]

@@ -16,7 +16,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, Task
+from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, QuantFlags, Task
 from amkspec.proofs.footprint import Region, task_footprint
 from amkspec.semantics import torch_dtype
 from tests.semantics.shadow import Case, read, tensor_for, written
@@ -136,9 +136,13 @@ def _linear(draw: Any, b: _Builder, op: K) -> Case:
         group = draw(st.integers(1, k))
         groups = math.ceil(k / group) + draw(st.integers(0, 1))
         params.update(qdtype=int(quant), group=group)
-        ins = [x, b.buf((n, k), quant, BufferKind.WEIGHT), b.buf((n, groups), DType.F16, BufferKind.WEIGHT)]
-        b.fixed[ins[2]] = _away_from_zero(draw, (n, groups), DType.F16)
-        if draw(st.booleans()):
+        affine = draw(st.booleans())
+        table = (n, groups, 2) if affine else (n, groups)
+        if affine:
+            params["flags"] = int(QuantFlags.AFFINE)
+        ins = [x, b.buf((n, k), quant, BufferKind.WEIGHT), b.buf(table, DType.F16, BufferKind.WEIGHT)]
+        b.fixed[ins[2]] = _away_from_zero(draw, table, DType.F16)
+        if not affine and draw(st.booleans()):
             ins.append(b.buf((n, groups), DType.F16, BufferKind.WEIGHT))
     return b.case(op, params, ins, [out])
 
@@ -189,10 +193,14 @@ def _dequant(draw: Any, b: _Builder) -> Case:
     group = draw(st.integers(1, k))
     groups = math.ceil(k / group) + draw(st.integers(0, 1))
     qtype = draw(st.sampled_from([DType.I8, DType.I4, DType.U8]))
-    ins = [b.buf((r, k), qtype, BufferKind.WEIGHT), b.buf((r, groups), DType.F16, BufferKind.WEIGHT)]
-    if qtype is not DType.I8 and draw(st.booleans()):
+    affine = draw(st.booleans())
+    table = (r, groups, 2) if affine else (r, groups)
+    ins = [b.buf((r, k), qtype, BufferKind.WEIGHT), b.buf(table, DType.F16, BufferKind.WEIGHT)]
+    if not affine and qtype is not DType.I8 and draw(st.booleans()):
         ins.append(b.buf((r, groups), DType.F16, BufferKind.WEIGHT))
     params = {"qdtype": int(DType.I4 if qtype is not DType.I8 else DType.I8), "group": group}
+    if affine:
+        params["flags"] = int(QuantFlags.AFFINE)
     return b.case(K.DEQUANT, params, ins, [b.buf((r, k), DType.F32)])
 
 

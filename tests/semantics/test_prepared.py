@@ -40,6 +40,8 @@ def cases(draw: Any) -> tuple[K, list[torch.Tensor], list[torch.Tensor], dict[st
         n_off = draw(st.integers(-1, n))
         n_tile = draw(st.integers(0, n + 1))
         params = {"n_off": n_off, "N_tile": n_tile}
+        if draw(st.booleans()):
+            return op, [_rand(gen, r, c), *_quantized(draw, gen, params, n, c)], [out(r, n)], params
         return op, [_rand(gen, r, c), _rand(gen, n, c)], [out(r, n)], params
     if op is K.RMSNORM:
         eps = draw(st.sampled_from([{}, {"eps": 1e-5}]))
@@ -68,6 +70,22 @@ def cases(draw: Any) -> tuple[K, list[torch.Tensor], list[torch.Tensor], dict[st
               "kv_len": draw(st.integers(0, seq - start))}
     caches = [_rand(gen, seq, n_kv, hd), _rand(gen, seq, n_kv, hd)]
     return op, [_rand(gen, n_heads, hd), *caches], [out(1, n_heads * hd)], params
+
+
+def _quantized(draw: Any, gen: torch.Generator, params: dict[str, Any], n: int, k: int) -> list[torch.Tensor]:
+    """Levels and a table of a quantized ``[n, k]`` weight (I4 packed or I8; symmetric or affine),
+    and their params in ``params``; sometimes a table of the wrong form (the reference raises)."""
+    int4, affine = draw(st.booleans()), draw(st.booleans())
+    group = draw(st.integers(1, k))
+    groups = -(-k // group) + draw(st.integers(0, 1))
+    if int4:
+        q = torch.randint(0, 256, (n, (k + 1) // 2), generator=gen, dtype=torch.int64).to(torch.uint8)
+    else:
+        q = torch.randint(-128, 128, (n, k), generator=gen, dtype=torch.int64).to(torch.int8)
+    pairs = affine or draw(st.booleans())  # a table of pairs without the flag: the reference raises
+    table = torch.randn(n, groups, *((2,) if pairs else ()), generator=gen)
+    params.update(qdtype=7 if int4 else 6, group=group, flags=4 if affine else 0)
+    return [q, table.to(torch.float16)]
 
 
 def _reference(op: K, ins: list[torch.Tensor], outs: list[torch.Tensor], params: dict[str, Any]) -> Any:
@@ -118,6 +136,9 @@ def test_the_lowered_shapes_are_prepared() -> None:
     assert prepare(K.GEMV_TILE, [x, w], [out], {"n_off": 4, "N_tile": 4}) is not None
     assert prepare(K.RMSNORM, [x, torch.ones(4)], [torch.zeros(1, 4)], {"hidden": 4}) is not None
     assert prepare(K.ADD, [x, x], [torch.zeros(1, 4)], {}) is not None
+    q4, pairs = torch.zeros(8, 2, dtype=torch.uint8), torch.ones(8, 1, 2, dtype=torch.float16)
+    q4_1 = {"K": 4, "n_off": 4, "N_tile": 4, "qdtype": 7, "group": 4, "flags": 4}
+    assert prepare(K.GEMV_TILE, [x, q4, pairs], [out], q4_1) is not None
     q, cache = torch.ones(4, 2), torch.ones(5, 2, 2)
     params = {"head_dim": 2, "n_heads": 4, "n_kv_heads": 2, "kv_len": 3}
     assert prepare(K.ATTENTION_TILE, [q, cache, cache], [torch.zeros(1, 8)], params) is not None

@@ -2,7 +2,8 @@
  * (spec §7; amkspec.semantics.linear). Weights are [N_out, K_in]; a tile computes
  * x @ W[n_off:n_off+N_tile].T (+ bias) in float32 for every row of x and writes the column
  * slice out[..., n_off:n_off+N_tile]. Quantized iff qdtype ∈ {I8, I4} with ≥ 3 inputs:
- * [x, qW, scales(, zeros)], no bias. M_tile / m_off are not read.
+ * [x, qW, scales(, zeros)], no bias; flags QUANT_AFFINE: [x, qW, (scale, offset) pairs [N, g, 2]].
+ * M_tile / m_off are not read.
  */
 #ifndef AMK_OPS_LINEAR_CUH
 #define AMK_OPS_LINEAR_CUH
@@ -59,9 +60,12 @@ AMK_DEV int amk_tile_setup(const amk_op_ctx& c, amk_tile* t) {
     q.q = t->w;
     f = amk_input(c, 2, &q.scales);
     q.has_zeros = ins->n_inputs > 3;
+    q.affine = (amk_param_i(ins, AMK_P_FLAGS, 0) & AMK_FLAG_QUANT_AFFINE) != 0;
     if (f == 0 && q.has_zeros) f = amk_input(c, 3, &q.zeros);
     if (f) return f;
-    if (q.q.s.rank != 2 || q.scales.s.rank != 2 || (q.has_zeros && q.zeros.s.rank != 2)) return AMK_FAULT_SHAPE;
+    if (q.q.s.rank != 2 || (q.has_zeros && q.zeros.s.rank != 2)) return AMK_FAULT_SHAPE;
+    if (q.affine ? q.has_zeros || q.scales.s.rank != 3 || q.scales.s.d[2] != 2 : q.scales.s.rank != 2)
+      return AMK_FAULT_SHAPE;
     t->k = amk_param_i(ins, AMK_P_K, static_cast<int32_t>(x_k));
     t->n_tile = amk_param_i(ins, AMK_P_N_TILE, static_cast<int32_t>(q.scales.s.d[0]));
     q.group = amk_param_i(ins, AMK_P_GROUP, static_cast<int32_t>(t->k));

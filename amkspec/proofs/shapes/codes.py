@@ -28,6 +28,9 @@ GROUP_NOT_POSITIVE = _m("M409", "quantization group is not positive")
 GROUP_NOT_DIVIDING = _m("M410", "DEQUANT last dim is not a multiple of group")
 QUANT_WITHOUT_SCALES = _m("M411", "qdtype 6/7 on a GEMV/GEMM with no scales input")
 INTEGER_FP_WEIGHT = _m("M412", "floating-point GEMV/GEMM over an integer (quantized) weight")
+AFFINE_MISUSE = _m(
+    "M413", "flags AFFINE (extension) on a GEMV/GEMM that is not quantized, or on a DEQUANT with zero points"
+)
 
 # EMBED, norms, elementwise, SOFTMAX, SAMPLE_ARGMAX
 INDEX_DTYPE = _m("M420", "index buffer (EMBED ids, ROPE positions) is not of an integer dtype")

@@ -2,17 +2,19 @@
 
 A tile computes ``x @ W[n_off:n_off+N_tile].T`` into ``out[..., n_off:n_off+N_tile]``
 with ``W`` in ``[N, K]`` layout. The quantized path (qdtype 6/7 and scales) reads
-packed rows of ``W`` and ``[N, ceil(K/group)]`` scales.
+packed rows of ``W`` and ``[N, ceil(K/group)]`` scales, or with ``flags`` AFFINE (the
+extension of §7.9) ``[N, ceil(K/group), 2]`` (scale, offset) pairs.
 """
 
 from __future__ import annotations
 
-from amkspec.ir import DType
+from amkspec.ir import DType, QuantFlags
 from amkspec.proofs.shapes import codes as C
 from amkspec.proofs.shapes.context import OpContext, Operand, Rule
 
 QUANT_DTYPES = {6: DType.I8, 7: DType.I4}
 """qdtype param → the dtype of the packed weight buffer (spec §7.7)."""
+_AFFINE = int(QuantFlags.AFFINE)
 
 MATMUL_RULES = (
     Rule(C.ROW_MISMATCH, "`x` and `out` have a last dim and the same number of rows `prod(shape[:-1])`"),
@@ -32,15 +34,30 @@ MATMUL_RULES = (
         "quantized path: `W.dtype` is I8 for qdtype 6, I4 for qdtype 7 (logical shape `[N, K]`)",
     ),
     Rule(C.GROUP_NOT_POSITIVE, "quantized path: `group > 0` (default `K`)"),
-    Rule(C.SCALES_SHAPE, "quantized path: scales (and zeros) are `[N, ceil(K / group)]`"),
+    Rule(
+        C.SCALES_SHAPE,
+        "quantized path: scales (and zeros) are `[N, ceil(K / group)]`; with `flags & 4` (AFFINE) "
+        "the (scale, offset) table is `[N, ceil(K / group), 2]`",
+    ),
+    Rule(C.AFFINE_MISUSE, "`flags & 4` (AFFINE) only on the quantized path"),
 )
 
 DEQUANT_RULES = (
     Rule(C.GROUP_NOT_POSITIVE, "`group > 0` (default `q.shape[-1]`), `q` has rank >= 1"),
     Rule(C.GROUP_NOT_DIVIDING, "`q.shape[-1] % group == 0`"),
-    Rule(C.SCALES_SHAPE, "scales (and zeros) numel `== q.numel / group`"),
+    Rule(
+        C.SCALES_SHAPE,
+        "scales (and zeros) numel `== q.numel / group`; with `flags & 4` (AFFINE) the (scale, offset) "
+        "table's numel `== 2 * q.numel / group`",
+    ),
+    Rule(C.AFFINE_MISUSE, "`flags & 4` (AFFINE) takes no zeros input"),
     Rule(C.NUMEL_MISMATCH, "`out.numel == q.numel`"),
 )
+
+
+def _affine(ctx: OpContext) -> bool:
+    """Whether the task's ``flags`` select the affine (scale, offset) table (a non-int flags: no)."""
+    return bool((ctx.param("flags", 0) or 0) & _AFFINE)
 
 
 def check_matmul(ctx: OpContext) -> None:
@@ -76,6 +93,8 @@ def check_matmul(ctx: OpContext) -> None:
     if qdtype in QUANT_DTYPES:
         _check_quantized(ctx, qdtype, k)
     else:
+        if _affine(ctx):
+            ctx.fail(C.AFFINE_MISUSE, f"has flags AFFINE but qdtype {qdtype} is not quantized (6 or 7)", [w])
         _check_fp(ctx)
     _check_row_tile(ctx, out)
 
@@ -119,12 +138,14 @@ def _check_quantized(ctx: OpContext, qdtype: int, k: int) -> None:
         ctx.fail(C.GROUP_NOT_POSITIVE, f"has group = {group}; groups must have a positive size", [w])
         return
     n_groups = -(-k // group)
-    expect = (w.shape[0], n_groups)
+    affine = _affine(ctx)
+    expect = (w.shape[0], n_groups, 2) if affine else (w.shape[0], n_groups)
+    what = "(scale, offset) table" if affine else "scales"
     for extra in ctx.inputs[2:]:
         if extra.shape != expect:
             ctx.fail(
                 C.SCALES_SHAPE,
-                f"reads {extra.name} {list(extra.shape)} as the scales of "
+                f"reads {extra.name} {list(extra.shape)} as the {what} of "
                 f"{w.name} [{w.shape[0]}, {k}] with group {group}; it must be {list(expect)}",
                 [extra, w],
             )
@@ -188,12 +209,17 @@ def check_dequant(ctx: OpContext) -> None:
             [q],
         )
         return
-    n_scales = q.numel // group
+    affine = _affine(ctx)
+    if affine and len(ctx.inputs) > 2:
+        ctx.fail(C.AFFINE_MISUSE, f"has flags AFFINE and a zeros input {ctx.inputs[2].name}", [ctx.inputs[2]])
+        return
+    n_scales = (2 if affine else 1) * (q.numel // group)
+    what = "(scale, offset) entries" if affine else "scales"
     for extra in ctx.inputs[1:]:
         if extra.numel != n_scales:
             ctx.fail(
                 C.SCALES_SHAPE,
-                f"needs {n_scales} scales for {q.name} {list(q.shape)} with group "
+                f"needs {n_scales} {what} for {q.name} {list(q.shape)} with group "
                 f"{group} but {extra.name} has {extra.numel}",
                 [extra, q],
             )

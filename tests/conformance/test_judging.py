@@ -1,12 +1,15 @@
-"""The kit blames the right party (spec §9.2-§9.4): a reply with values out of their dtype's range
+"""The kit blames the right party (spec §9.1-§9.4): a reply with values out of their dtype's range
 or an absurd shape fails the case with the reason, never crashes the kit; a malformed case file or
 ``--impl`` text is the user's unusable input (a CaseError or ImplCommandError, exit 2), never a
-failure of the implementation."""
+failure of the implementation; an error path is judged in amkspec's syntax or as a JSON Pointer; a
+refusal is judged at the level of the rules that make the program invalid."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +17,9 @@ import pytest
 
 from amkspec.conformance.cases import CaseError, default_cases_dir, discover
 from amkspec.conformance.client import ImplCommandError
-from amkspec.conformance.judge import compare
+from amkspec.conformance.judge import compare, json_pointer, same_path
 from amkspec.conformance.kit import run_kit
+from amkspec.conformance.rules import RULES, Level
 from amkspec.conformance.tensors import TensorError, decode
 
 CASES_DIR = default_cases_dir()
@@ -94,3 +98,44 @@ def test_an_expected_tensor_with_a_damaged_npy_header_is_a_tensor_error(tmp_path
 def test_an_impl_text_that_is_not_a_command_line_is_refused(command: str) -> None:
     with pytest.raises(ImplCommandError):
         run_kit(command, CASES_DIR, select="structure/S101")
+
+
+@pytest.mark.parametrize(
+    ("path", "pointer"),
+    [
+        ("(root)", ""),
+        ("tasks[1].waits[0].threshold", "/tasks/1/waits/0/threshold"),
+        ('config.sm_assignment["3a"]', "/config/sm_assignment/3a"),
+        ('pages.buffer_to_page["a/b~c"]', "/pages/buffer_to_page/a~1b~0c"),
+        ("ir_version", "/ir_version"),
+    ],
+)
+def test_an_error_path_is_accepted_in_amkspecs_syntax_or_as_a_json_pointer(path: str, pointer: str) -> None:
+    assert json_pointer(path) == pointer
+    assert same_path(path, path) and same_path(pointer, path)
+    assert not same_path("tasks[2]", path) and not same_path(None, path)
+
+
+VM_WITHOUT_VALIDATOR = """
+import sys
+from amkspec.conformance.adapter import reference_runner, serve
+from conformance.broken import RunEverything
+
+class VmOnly(RunEverything):
+    def capabilities(self):
+        return [c for c in super().capabilities() if c != "validate"]
+
+serve(VmOnly(reference_runner()), sys.stdin, sys.stdout)
+"""
+
+
+def test_a_vm_without_a_validator_is_held_to_the_cases_verdict_at_the_level_of_its_rules() -> None:
+    """Without ``validate`` the kit cannot ask the implementation's own verdict, so a run of a program
+    the case says is invalid fails EXEC-REFUSE-1 and the rules that make it invalid: at ``core`` only
+    where those rules are all core."""
+    run = run_kit(shlex.join([sys.executable, "-c", VM_WITHOUT_VALIDATOR]), CASES_DIR, select="refuse/")
+    invalid = [r.case for r in run.results if r.case.body["expect"]["outcome"] == "refused"]
+    core = {c.id for c in invalid if all(RULES[rid].level is Level.CORE for rid in c.rules)}
+    assert core and core != {c.id for c in invalid}
+    assert {r.case.id for r in run.results if r.fails_at(Level.CORE)} == core
+    assert {r.case.id for r in run.results if r.fails_at(Level.STRICT)} == {c.id for c in invalid}

@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import jsonschema
 
 from amkspec.conformance.cases import default_cases_dir
 from amkspec.conformance.kit import run_kit
 from amkspec.conformance.protocol import SCHEMA
+from tests.conftest import ROOT
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
+EXAMPLES = ROOT / "conformance" / "examples"
 
 
 def test_the_ten_minute_adapter_passes_what_it_claims_and_nothing_else() -> None:

@@ -31,13 +31,20 @@ OP_CASES = [c for c in RUN if "opcode" in c.body]
 DECODE_CASES = [c for c in RUN if "model" in c.body]
 
 
-def _dequant(q: T, scales: T, qdtype: int, group: int, k: int) -> T:
-    if qdtype == 7:  # packed nibbles, low nibble = even column, level = nibble - 8
-        p = q.to(torch.int64)
-        levels = torch.stack([p & 0xF, p >> 4], dim=-1).reshape(*p.shape[:-1], -1)[..., :k] - 8
+def _dequant(q: T, scales: T, p: dict[str, Any], k: int) -> T:
+    """Levels times scales; with flags 4 (the affine extension) levels times scales plus offsets,
+    the table holding (scale, offset) pairs and an I4 level being the raw nibble."""
+    affine, group = bool(p.get("flags", 0) & 4), p["group"]
+    if p["qdtype"] == 7:  # packed nibbles, low nibble = even column, level = nibble - 8 (symmetric)
+        b = q.to(torch.int64)
+        nibbles = torch.stack([b & 0xF, b >> 4], dim=-1).reshape(*b.shape[:-1], -1)[..., :k]
+        levels = nibbles if affine else nibbles - 8
     else:
         levels = q.to(torch.int64)
-    return levels.double() * scales.double().repeat_interleave(group, dim=-1)[..., :k]
+    table = scales.double().repeat_interleave(group, dim=-2 if affine else -1)
+    if affine:
+        return levels.double() * table[..., :k, 0] + table[..., :k, 1]
+    return levels.double() * table[..., :k]
 
 
 def _attention(q: T, kc: T, vc: T, p: dict[str, Any]) -> T:
@@ -80,7 +87,7 @@ FORMULAS: dict[str, Formula] = {
     "LAYERNORM": lambda i, p: F.layer_norm(i[0], (i[0].shape[-1],), i[1], i[2], p["eps"]),
     "GEMV_TILE": lambda i, p: (
         i[0]
-        @ (_dequant(i[1], i[2], p["qdtype"], p["group"], p["K"]) if p.get("qdtype") in (6, 7) else i[1]).T
+        @ (_dequant(i[1], i[2], p, p["K"]) if p.get("qdtype") in (6, 7) else i[1]).T
     ),
     "GEMM_TILE": lambda i, p: i[0] @ i[1].T,
     "ATTENTION_TILE": lambda i, p: _attention(i[0], i[1], i[2], p),
@@ -89,7 +96,7 @@ FORMULAS: dict[str, Formula] = {
     "GELU": lambda i, p: F.gelu(i[0]),
     "ADD": lambda i, p: i[0] + i[1],
     "MUL": lambda i, p: i[0] * i[1],
-    "DEQUANT": lambda i, p: _dequant(i[0], i[1], p["qdtype"], p["group"], 8),
+    "DEQUANT": lambda i, p: _dequant(i[0], i[1], p, 8),
     "SOFTMAX": lambda i, p: torch.softmax(i[0], dim=p.get("dim", -1)),
     "ALLREDUCE_SHARD": lambda i, p: sum(i[1:], i[0]),
     "KV_APPEND": lambda i, p: _kv_append(i[0], i[1], p),
