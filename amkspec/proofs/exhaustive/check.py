@@ -77,10 +77,15 @@ class Disagreement:
     shrank it to."""
 
     rank: int
+    """The rank of the task list it was found at."""
     reason: str
+    """Why the two disagree on ``program``."""
     program: Program
+    """The representative found."""
     minimal: Program
+    """What :func:`minimize` shrank it to."""
     minimal_reason: str
+    """Why the two disagree on ``minimal``."""
 
 
 @attrs.frozen

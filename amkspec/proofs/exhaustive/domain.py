@@ -85,8 +85,9 @@ class Bound:
 
 
 Shape = tuple[int, int, int, int, tuple[int, ...]]
-"""A task without its SM: (source: -1 = x, else a data buffer; written data buffer; column:
--1 whole, 0 or 1 a tile; out_counter; threshold per counter, 0 = no wait)."""
+"""A task without its SM, the tuple (source, written data buffer, column, out_counter, thresholds):
+the source is -1 for x or a data buffer, the column -1 for the whole buffer or 0 or 1 for a tile,
+and a threshold per counter is 0 for no wait."""
 
 Head = tuple[tuple[int, ...], tuple[int, ...], bool]
 """(kind index per data buffer, init per counter, whether b0 and b1 share a page)."""
@@ -95,7 +96,7 @@ TaskShape = tuple[int, int, int, int, tuple[int, ...], int]
 """A :data:`Shape` plus its SM (-1: none)."""
 
 Program = tuple[tuple[int, ...], tuple[int, ...], bool, tuple[TaskShape, ...]]
-"""(kinds, inits, paged, tasks): what :func:`build` turns into a MegakernelProgram."""
+"""The tuple (kinds, inits, paged, tasks) that :func:`build` turns into a MegakernelProgram."""
 
 Queues = tuple[tuple[int, ...], tuple[int, ...]]
 """A raw task list: shape indices on SM 0 and SM 1 (without SMs: a sorted multiset, and ``()``)."""
