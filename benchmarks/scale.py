@@ -5,11 +5,14 @@ Run: ``python3 benchmarks/scale.py [--budget 40] [--models toy-2L medium] [--tas
 
 - the schedule search ``MODEL --target h100 --budget N --seed 1`` of each model (toy-2L: about
   0.05 s a candidate; medium: about 0.5 s): wall seconds of ``search()`` (the
-  executor's start-up, Ray's or the pool's, measured apart), trials per second, and whether its
-  ``results.tsv`` equals the serial run's byte for byte (it must: the check fails otherwise);
+  executor's start-up, Ray's or the pool's, measured apart), trials per second, the workers kept
+  busy (the trials' seconds added up, over the wall seconds) and whether its ``results.tsv``
+  equals the serial run's byte for byte (it must: the check fails otherwise);
 - the exhaustive check of every class of up to ``--tasks`` tasks of the main domain (2 data
   buffers, 2 counters, thresholds ≤ 2): wall seconds, classes per second, the speed-up over the same
-  executor on 1 worker, and whether the counts equal the serial run's (they must).
+  executor on 1 worker, the workers kept busy (the jobs' seconds added up, over the wall seconds:
+  about the number of workers when the seam keeps each one fed, whatever the cores let them do),
+  and whether the counts equal the serial run's (they must).
 
 Medians of ``--repeats`` runs. Every process runs torch on one thread (``OMP_NUM_THREADS=1``, what
 Ray gives its one-CPU workers), so that the rows compare workers, not intra-op threads. The
@@ -74,8 +77,8 @@ def _timed(name: str, workers: int | None, work: Callable[[Executor], Any], repe
 
 
 def bench_search(models: list[str], budget: int, repeats: int) -> list[str]:
-    rows = ["| model | executor | workers | start-up s | search s | trials/s | results.tsv as serial |",
-            "|---|---|---:|---:|---:|---:|---|"]
+    rows = ["| model | executor | workers | start-up s | search s | trials/s | workers busy | "
+            "results.tsv as serial |", "|---|---|---:|---:|---:|---:|---:|---|"]
     for model in models:
         rows += _search_rows(model, budget, repeats)
     return rows
@@ -85,16 +88,16 @@ def _search_rows(model: str, budget: int, repeats: int) -> list[str]:
     rows, serial_rows = [], None
     with tempfile.TemporaryDirectory() as tmp:
         for k, (name, workers) in enumerate(SETUPS):
-            def work(pool: Executor, k: int = k) -> str:
+            def work(pool: Executor, k: int = k) -> tuple[str, float]:
                 out = Path(tmp) / f"{k}-{time.monotonic_ns()}"
-                search(model, "h100", budget, out, seed=1, executor=pool)
-                return (out / "results.tsv").read_text()
+                result = search(model, "h100", budget, out, seed=1, executor=pool)
+                return (out / "results.tsv").read_text(), sum(t.seconds for t in result.trials)
 
-            start, run, rows_text = _timed(name, workers, work, repeats)
+            start, run, (rows_text, trial_seconds) = _timed(name, workers, work, repeats)
             serial_rows = serial_rows or rows_text
             assert rows_text == serial_rows, f"{name} x{workers}: results.tsv differs from the serial run's"
             rows.append(f"| {model} | {name} | {workers or 1} | {start:.1f} | {run:.1f} | "
-                        f"{budget / run:.1f} | yes |")
+                        f"{budget / run:.1f} | {trial_seconds / run:.2f} | yes |")
             print(rows[-1], flush=True)
     return rows
 
@@ -102,7 +105,7 @@ def _search_rows(model: str, budget: int, repeats: int) -> list[str]:
 def bench_exhaustive(tasks: int, repeats: int) -> list[str]:
     bound = Bound(tasks=tasks)
     rows = ["| executor | workers | start-up s | check s | classes/s | speed-up over 1 worker | "
-            "counts as serial |", "|---|---:|---:|---:|---:|---:|---|"]
+            "workers busy | counts as serial |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     serial_counts, one_worker = None, {}
     for name, workers in SETUPS:
         start, run, report = _timed(name, workers, lambda pool: check(bound, executor=pool), repeats)
@@ -112,8 +115,9 @@ def bench_exhaustive(tasks: int, repeats: int) -> list[str]:
         one_worker.setdefault(name, run)
         speedup = one_worker[name] / run
         rate = report.checked_now / run
+        busy = report.job_seconds / run
         rows.append(f"| {name} | {workers or 1} | {start:.1f} | {run:.1f} | {rate:,.0f} | {speedup:.2f}× "
-                    "| yes |")
+                    f"| {busy:.2f} | yes |")
         print(rows[-1], flush=True)
     return rows
 

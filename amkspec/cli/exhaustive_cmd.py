@@ -33,7 +33,7 @@ SIZE = click.IntRange(1, None)
 @click.option("--sm", is_flag=True, help="Tasks on SM 0 or 1 (the task list order matters).")
 @click.option("--pages", is_flag=True, help="The two data buffers may share a page (needs --buffers 2).")
 @click.option("--minutes", type=FiniteFloatRange(0.01, None), default=10.0, show_default=True,
-              help="Stop starting work after this long (a rerun continues).")
+              help="Stop after this long (a rerun continues where it stopped).")
 @click.option("--shard-size", type=click.IntRange(1, None), default=None,
               help="Raw task lists per job (default: amkspec.proofs.exhaustive.check.SHARD_SIZE).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")

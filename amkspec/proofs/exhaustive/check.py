@@ -205,6 +205,8 @@ class Report:
     """Classes a checkpoint already held when this run started."""
     checked_now: int = 0
     seconds: float = 0.0
+    job_seconds: float = 0.0
+    """The seconds the jobs of this run took, added up (over ``seconds``: the workers kept busy)."""
     interrupted: bool = False
 
     @property
@@ -247,7 +249,8 @@ class Report:
         return {"bound": attrs.asdict(self.bound), "executor": self.executor, "complete": self.complete,
                 "levels": [{**attrs.asdict(lv), "complete": lv.complete} for lv in self.levels],
                 "checked_before": self.checked_before, "checked_now": self.checked_now,
-                "seconds": round(self.seconds, 3), "rate": round(self.rate, 1),
+                "seconds": round(self.seconds, 3), "job_seconds": round(self.job_seconds, 3),
+                "rate": round(self.rate, 1),
                 "disagreements": [{k: v for k, v in d.items() if k != "program"} for d in self.disagreements],
                 "failed": self.failed, "interrupted": self.interrupted}
 
@@ -423,4 +426,5 @@ def _record(result: ShardResult, level: Level, report: Report, checkpoint: Check
     level.checked += result.classes
     level.shards_done += result.reached == s.stop
     report.checked_now += result.classes
+    report.job_seconds += result.seconds
     report.disagreements += found
