@@ -15,7 +15,9 @@ Run: ``python3 benchmarks/scale.py [--budget 40] [--models toy-2L medium] [--tas
   and whether the counts equal the serial run's (they must).
 
 Medians of ``--repeats`` runs. Every process runs torch on one thread (``OMP_NUM_THREADS=1``, what
-Ray gives its one-CPU workers), so that the rows compare workers, not intra-op threads. The
+Ray gives its one-CPU workers) and at the same priority (Ray's workers run at niceness 15 unless
+``RAY_worker_niceness`` says otherwise), so that the rows compare workers, not threads or
+priorities. The
 machine's load average is printed and written with the tables: on a shared machine, a second
 worker only helps when a second core is free.
 ``--write-results`` writes ``benchmarks/results/scale_search.md`` and ``scale_exhaustive.md``.
@@ -36,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ["OMP_NUM_THREADS"] = "1"  # before torch loads, here and in every worker
+os.environ["RAY_worker_niceness"] = "0"  # noqa: SIM112 - Ray spells it so; workers run at niceness 15 otherwise
 
 from tables import write_result
 
