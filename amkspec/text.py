@@ -19,3 +19,14 @@ def escape_line(text: str) -> str:
 def escape_lines(text: str) -> str:
     """:func:`escape_line` on each line of ``text``, its line breaks kept (multi-line captions)."""
     return "\n".join(escape_line(line) for line in text.split("\n"))
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: ``1 error``, ``2 errors``, ``0 proofs``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def no_such_finding(which: object, how_many: str) -> str:
+    """Why ``which`` names no finding (``--finding``, ``--highlight``): they are numbered from 1, and
+    ``how_many`` says how many there are (``the program has 1 error``)."""
+    return f"there is no finding {which}: findings are numbered from 1 and {how_many}"

@@ -41,3 +41,19 @@ def ray_address() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+REQUIRE_GPU = "AMK_REQUIRE_GPU"
+"""Set to 1 on a GPU machine: a skipped ``gpu`` test is then a failure that gives the skip's reason."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Under ``AMK_REQUIRE_GPU=1``, turn the skip of a ``gpu``-marked test into a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get(REQUIRE_GPU) == "1" and report.skipped and item.get_closest_marker("gpu") is not None:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        report.outcome = "failed"
+        report.longrepr = f"{REQUIRE_GPU}=1 but this GPU test was skipped: {reason}"

@@ -113,7 +113,8 @@ enum amk_flag_t {
 enum amk_abort_t {
   AMK_ABORT_NONE = 0,
   AMK_ABORT_TIMEOUT = 1, /* a block's wait passed the image's deadline (watchdog) */
-  AMK_ABORT_FAULT = 2    /* an opcode returned a nonzero AMK_FAULT_* code */
+  AMK_ABORT_FAULT = 2,   /* an opcode returned a nonzero AMK_FAULT_* code */
+  AMK_ABORT_HOST = 3     /* the host's deadline passed: the host wrote the abort word */
 };
 
 typedef uint32_t amk_counter_t;

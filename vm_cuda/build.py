@@ -33,6 +33,7 @@ SOURCE_DIR = Path(__file__).resolve().parent
 COMMON_FLAGS = ("-std=c++20", "-x", "c++", "-pthread", "-Wall", "-Wextra", "-DAMK_CPU_BUILD")
 VARIANTS: dict[str, tuple[str, ...]] = {
     "release": ("-O2",),
+    "release-wide": ("-O2", "-DAMK_BLOCK_THREADS=1024"),
     "tsan": ("-O1", "-g", "-fsanitize=thread"),
     "asan": (
         "-O1",
@@ -42,7 +43,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
         "-fno-sanitize-recover=undefined",
     ),
 }
-"""Build variant → its compiler flags: the normal build and the two sanitizer builds."""
+"""Build variant → its compiler flags: the normal build, the same code as built for blocks of more than
+512 threads (the GEMV's unpipelined loads, gemv.cuh), and the two sanitizer builds."""
 
 
 class BuildError(AmkspecError, RuntimeError):
@@ -182,13 +184,39 @@ def nvcc() -> str | None:
     return None
 
 
-def build_cubin(arch: str) -> tuple[Path, str]:
-    """``megakernel.cu`` compiled by nvcc for ``arch`` (e.g. ``"sm_90"``): the cubin and ptxas's report."""
+DEFAULT_THREADS_PER_BLOCK = 256
+"""Threads per block of a GPU launch when the program's config does not say."""
+
+
+def cuda_tool(name: str) -> str | None:
+    """A CUDA binary tool (``cuobjdump``, ``nvdisasm``): on PATH, next to nvcc, under ``$CUDA_HOME``,
+    or from NVIDIA's pip wheels (``nvidia-cuda-cuobjdump``, ``nvidia-cuda-nvdisasm``); else None."""
+    found = shutil.which(name)
+    if found:
+        return found
+    places = [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin"]
+    tool = nvcc()
+    if tool is not None:
+        places.append(Path(os.path.realpath(tool)).parent)
+    try:
+        import nvidia  # the namespace package NVIDIA's CUDA wheels install into
+
+        places += [Path(p) / sub / "bin" for p in nvidia.__path__ for sub in ("cu13", "cu12", "cuda_nvcc")]
+    except ImportError:
+        pass
+    return next((str(p / name) for p in places if (p / name).is_file()), None)
+
+
+def build_cubin(arch: str, threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> tuple[Path, str]:
+    """``megakernel.cu`` compiled by nvcc for ``arch`` (e.g. ``"sm_90"``) and one block size: the
+    kernel's ``__launch_bounds__(threads_per_block, 1)`` (``-DAMK_BLOCK_THREADS``) bounds its
+    registers so a block of that size always fits an SM's register file; the cubin and ptxas's report."""
     tool = nvcc()
     if tool is None:
         raise BuildError("nvcc not found (set $NVCC or $CUDA_HOME) to build the GPU megakernel")
-    flags = [*NVCC_FLAGS, f"-arch={arch}"]
-    out = cache_root() / "vm_cuda" / _key(tool, flags, "cubin") / f"amk_megakernel_{arch}.cubin"
+    flags = [*NVCC_FLAGS, f"-arch={arch}", f"-DAMK_BLOCK_THREADS={int(threads_per_block)}"]
+    name = f"amk_megakernel_{arch}_t{int(threads_per_block)}.cubin"
+    out = cache_root() / "vm_cuda" / _key(tool, flags, "cubin") / name
     log = out.with_suffix(".ptxas.txt")
     if not out.exists() or not log.exists():
         report = _compile([tool, *flags, *_source("megakernel.cu")], out, f"nvcc for {arch}")

@@ -84,6 +84,8 @@ class BlockBarrier {
 struct ThreadState {
   dim3 threadIdx, blockIdx, blockDim, gridDim;
   BlockBarrier* block_barrier = nullptr;
+  BlockBarrier* warp_barrier = nullptr; /* the threads of its warp (32, or what the block has left) */
+  float* warp_slots = nullptr;          /* one float per thread of the block: the warp exchange */
   unsigned char* block_smem = nullptr;
 };
 
@@ -98,7 +100,11 @@ void launch(unsigned grid, unsigned block, size_t smem_bytes, const std::functio
   struct Block {
     BlockBarrier bar;
     std::vector<unsigned char> smem;
-    Block(unsigned n, size_t bytes) : bar(n), smem(bytes + 16, 0) {}
+    std::vector<std::unique_ptr<BlockBarrier>> warps;
+    std::vector<float> slots;
+    Block(unsigned n, size_t bytes) : bar(n), smem(bytes + 16, 0), slots(n, 0.0f) {
+      for (unsigned w = 0; w < n; w += 32) warps.push_back(std::make_unique<BlockBarrier>(n - w < 32 ? n - w : 32));
+    }
   };
   std::vector<std::unique_ptr<Block>> blocks;
   std::vector<std::thread> threads;
@@ -113,6 +119,8 @@ void launch(unsigned grid, unsigned block, size_t smem_bytes, const std::functio
         tls.blockDim = dim3{block, 1, 1};
         tls.gridDim = dim3{grid, 1, 1};
         tls.block_barrier = &blk->bar;
+        tls.warp_barrier = blk->warps[t / 32].get();
+        tls.warp_slots = blk->slots.data();
         tls.block_smem = blk->smem.data();
         kernel();
       });
@@ -135,6 +143,20 @@ inline int64_t now_ns() {
 #define gridDim (::amk_host::tls.gridDim)
 
 inline void __syncthreads() { ::amk_host::tls.block_barrier->arrive_and_wait(); }
+
+/* The sum of v over the calling thread's warp (every thread of the warp calls it), in lane order:
+ * the CPU build's stand-in for the GPU's shuffle butterfly (vm_cuda/ops/common.cuh amk_warp_sum). */
+inline float amk_host_warp_sum(float v) {
+  ::amk_host::ThreadState& s = ::amk_host::tls;
+  const unsigned t = threadIdx.x, first = t / 32 * 32;
+  const unsigned lanes = blockDim.x - first < 32 ? blockDim.x - first : 32;
+  s.warp_slots[t] = v;
+  s.warp_barrier->arrive_and_wait();
+  float total = 0.0f;
+  for (unsigned i = 0; i < lanes; ++i) total += s.warp_slots[first + i];
+  s.warp_barrier->arrive_and_wait();
+  return total;
+}
 #if defined(__SANITIZE_THREAD__)
 #define AMK_TSAN 1
 #elif defined(__has_feature)

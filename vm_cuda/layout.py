@@ -116,7 +116,7 @@ RECORDS: dict[str, np.dtype] = {
 }
 """C struct name → its dtype (what the drift test and the generated doc tables walk)."""
 
-ABORT_CODES = {"NONE": 0, "TIMEOUT": 1, "FAULT": 2}
+ABORT_CODES = {"NONE": 0, "TIMEOUT": 1, "FAULT": 2, "HOST": 3}
 """``amk_abort_t``: the value of ``amk_status_t.abort``."""
 
 

@@ -127,7 +127,13 @@ __device__ inline bool amk_wait_all(const amk_image_view& v, const amk_instructi
   }
 }
 
-extern "C" __global__ void amk_megakernel(unsigned char* image) {
+/* the block size this build is for (nvcc -DAMK_BLOCK_THREADS=T, one cubin per T): launch bounds
+ * cap the registers at what one block of T threads may hold on an SM (spec §8.7) */
+#ifndef AMK_BLOCK_THREADS
+#define AMK_BLOCK_THREADS AMK_OP_MAX_THREADS
+#endif
+
+extern "C" __global__ void __launch_bounds__(AMK_BLOCK_THREADS, 1) amk_megakernel(unsigned char* image) {
   amk_image_view v = amk_view(image);
   int* ctl = reinterpret_cast<int*>(amk_block_smem());
   const int sm = static_cast<int>(blockIdx.x);

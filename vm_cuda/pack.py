@@ -26,6 +26,7 @@ from amkspec.ir import (
     PARAM_DEFAULTS,
     PARAM_FIELDS,
     PARAM_LAYOUT,
+    WEIGHT_KINDS,
     AmkspecError,
     Buffer,
     BufferKind,
@@ -35,6 +36,7 @@ from amkspec.ir import (
     MemSpace,
     Task,
 )
+from amkspec.ir.graph import writers_by_buffer
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
 from amkspec.ir.snapshot import snapshot
 from amkspec.semantics import storage_shape, torch_dtype
@@ -58,14 +60,23 @@ class PackError(AmkspecError, ValueError):
     """A program (forced past the validator) that the ABI image cannot represent."""
 
 
+REGIONS = ("resident", "kv", "zeroed", "outputs", "inputs")
+"""The data section's regions, in address order (spec §8.7, resident state): WEIGHT and CONST
+storage (uploaded when the weights change), KV_CACHE (kept on the device across launches),
+ACTIVATION and FUSED scratch (zeroed before each launch), IO_OUTPUT (zeroed, read back after
+each launch), IO_INPUT (written before each launch). A WEIGHT or CONST buffer a task writes
+(only in a program forced past the validator) is treated as an input."""
+
+
 @attrs.frozen
 class Slot:
-    """Where one buffer-table entry's storage lives in the data section."""
+    """Where one buffer-table entry's storage lives in the data section, and its region."""
 
     offset: int
     nbytes: int
     shape: tuple[int, ...]
     dtype: torch.dtype
+    region: str = "zeroed"
 
 
 @attrs.frozen
@@ -168,6 +179,7 @@ class Packer:
         self.threads_per_block = threads_per_block or (
             program.config.threads_per_block if program.config is not None else 256
         )
+        self.written = set(writers_by_buffer(program))
         self.scratch: list[_Scratch] = []
         self.instructions = self._instructions()
         self._table, self._slots, self._data_bytes = self._buffer_table()
@@ -290,36 +302,54 @@ class Packer:
         ]
         return out
 
+    def _region(self, k: int, kind: int) -> str:
+        """The data region of table entry ``k`` (see :data:`REGIONS`)."""
+        kind_ = BufferKind(kind)
+        if kind_ in WEIGHT_KINDS:
+            written = k < len(self.program.buffers) and self.program.buffers[k].id in self.written
+            return "inputs" if written else "resident"
+        return {
+            BufferKind.KV_CACHE: "kv", BufferKind.IO_OUTPUT: "outputs", BufferKind.IO_INPUT: "inputs"
+        }.get(kind_, "zeroed")
+
     def _buffer_table(self) -> tuple[np.ndarray, list[Slot], int]:
         entries = self._entries()
         table = np.zeros(max(len(entries), 1), dtype=layout.BUFFER)
         pages = self._page_of()
         page_at: dict[int, int] = {}
         page_bytes = self._page_bytes(pages)
-        slots: list[Slot] = []
+        slots: dict[int, Slot] = {}
         cursor = 0
+        self.region_bounds: dict[str, tuple[int, int]] = {}
+        regions = [self._region(k, e[3]) for k, e in enumerate(entries)]
+        for region in REGIONS:
+            start = cursor
+            for k in (k for k, r in enumerate(regions) if r == region):
+                shape, code = entries[k][0], entries[k][1]
+                if len(shape) > ABI_MAX_RANK:
+                    raise PackError(f"buffer {k} has rank {len(shape)}; the ABI holds {ABI_MAX_RANK}")
+                sshape = _storage_of(code, shape)
+                nbytes = math.prod(sshape) * _torch_of(code).itemsize
+                if k in pages:
+                    page = pages[k]
+                    if page not in page_at:
+                        page_at[page] = cursor
+                        cursor += layout.align(max(page_bytes[page], 1))
+                    offset = page_at[page]
+                else:
+                    offset = cursor
+                    cursor += layout.align(max(nbytes, 1))
+                slots[k] = Slot(offset, nbytes, sshape, _torch_of(code), region)
+            self.region_bounds[region] = (start, cursor)
         for k, (shape, code, space, kind) in enumerate(entries):
-            if len(shape) > ABI_MAX_RANK:
-                raise PackError(f"buffer {k} has rank {len(shape)}; the ABI holds {ABI_MAX_RANK}")
-            sshape = _storage_of(code, shape)
-            nbytes = math.prod(sshape) * _torch_of(code).itemsize
-            if k in pages:
-                page = pages[k]
-                if page not in page_at:
-                    page_at[page] = cursor
-                    cursor += layout.align(max(page_bytes[page], 1))
-                offset = page_at[page]
-            else:
-                offset = cursor
-                cursor += layout.align(max(nbytes, 1))
-            slots.append(Slot(offset, nbytes, sshape, _torch_of(code)))
             rec = table[k]
+            offset = slots[k].offset
             rec["ptr"] = offset
             rec["numel"] = math.prod(shape)
             rec["rank"], rec["dtype"], rec["space"], rec["kind"] = len(shape), code, space, kind
             rec["shape"][: len(shape)] = shape
             rec["stride"][: len(shape)] = _strides(shape)
-        return table, slots, cursor
+        return table, [slots[k] for k in range(len(entries))], cursor
 
     def _page_of(self) -> dict[int, int]:
         """Table index → page id for the ACTIVATION buffers the page allocation shares (spec §1.6)."""

@@ -53,6 +53,15 @@ class KernelFault(ExecutionError):
         self.status = status
 
 
+def host_deadline_detail(deadline_s: float | None, executed: int, total: int) -> str:
+    """What a launch the host stopped at its deadline reports."""
+    limit = f"{deadline_s:g} s" if deadline_s is not None else "its deadline"
+    return (
+        f"the launch passed the host deadline of {limit}; the host stopped it after {executed} of {total} "
+        "tasks"
+    )
+
+
 @cache
 def fault_names() -> dict[int, str]:
     """``AMK_FAULT_*`` code → name, read from the opcode headers (where they are defined)."""
@@ -72,8 +81,16 @@ def read_status(data: np.ndarray) -> np.void:
 
 def decode(data: np.ndarray, program: MegakernelProgram) -> RunStatus:
     """The :class:`RunStatus` of a launched image of ``program``."""
-    st = read_status(data)
+    return decode_record(read_status(data), program)
+
+
+def decode_record(st: np.void, program: MegakernelProgram, deadline_s: float | None = None) -> RunStatus:
+    """The :class:`RunStatus` of a launch of ``program`` whose ``amk_status_t`` is ``st``
+    (``deadline_s``: the host deadline, named when the host stopped the launch)."""
     abort, executed = int(st["abort"]), int(st["executed"])
+    if abort == layout.ABORT_CODES["HOST"]:
+        return RunStatus("TIMEOUT", host_deadline_detail(deadline_s, executed, len(program.tasks)),
+                         executed=executed)
     tasks, counters = program.tasks, program.counters
     if abort == layout.ABORT_CODES["TIMEOUT"]:
         task, counter = tasks[int(st["instruction"])], counters[int(st["counter"])]

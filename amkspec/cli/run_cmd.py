@@ -66,7 +66,8 @@ def _quant(bits: str | None, group: int) -> Any:
 
 
 def read_config(path: str | None) -> dict[str, Any] | None:
-    """The ScheduleConfig document of a JSON file: the config object itself, or a program's ``config``.
+    """The ScheduleConfig document of a JSON file (:func:`amkspec.lower.knobs.config_document`: the
+    config object itself, a program's ``config``, or the ``schedule_config`` of ``amkspec propose``).
 
     The document is returned as written: :func:`amkspec.lower.lower` judges it with the knob checks
     (:func:`amkspec.lower.knobs.require_valid`), as ``evaluate`` and the JSON Schema do, so a wrong
@@ -74,9 +75,9 @@ def read_config(path: str | None) -> dict[str, Any] | None:
     """
     if path is None:
         return None
-    doc = read_json_file(path, "a JSON config")
-    if isinstance(doc, dict) and "tasks" in doc:
-        doc = doc.get("config")
+    from amkspec.lower.knobs import config_document
+
+    doc = config_document(read_json_file(path, "a JSON config"))
     if not isinstance(doc, dict):
         fail(f"{path}: expected a ScheduleConfig object")
     return doc
@@ -202,9 +203,19 @@ def relowerable(prog: MegakernelProgram) -> tuple[ModelConfig, bool, Any] | None
     return None
 
 
+NO_CONFIG_NOTE = (
+    "amkspec: note: no --config: the original's auto tiling (GEMV tiles of 32 columns, no fusion, SM "
+    "placement or pages); evaluate, search and propose start from the default config instead: "
+    "'amkspec propose MODEL --target T' prints it and --config takes that output"
+)
+"""Why ``lower`` without ``--config`` gives another program than ``evaluate``'s default (stderr)."""
+
+
 @main.command("lower")
 @click.argument("model", type=MODEL_NAMES)
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON, a "
+              "program (its config) or 'amkspec propose' output (default: the original's auto tiling, "
+              "not the default config evaluate and search start from).")
 @click.option("--pos", type=int, default=0, show_default=True, help="Absolute position of the token.")
 @click.option("--target", type=click.Choice(sorted(TARGETS)), default=None, help="GPU target record.")
 @click.option("--dtype", type=DTYPES, default="F32", show_default=True)
@@ -222,6 +233,8 @@ def lower_cmd(model: str, config_path: str | None, pos: int, target: str | None,
         refuse_inputs(output, [config_path])
     prog = lower(model, target, read_config(config_path), pos=pos, dtype=DType[dtype], B=batch,
                  quant=_quant(quant, group), compat=compat)
+    if config_path is None:
+        click.echo(NO_CONFIG_NOTE, err=True)
     if output:
         write_output(output, amkspec.dumps(prog) + "\n", [config_path])
     else:

@@ -51,20 +51,22 @@ def lowering_option(func: Any) -> Any:
                         help="Plug in another lowering (model, target, config, pos) -> program.")(func)
 
 
-def read_config_document(path: str) -> dict[str, Any]:
-    """The JSON object of a config file (its knobs are judged by the knob checks); exit 2 if the
-    file cannot be read, is not JSON or holds no object."""
-    doc = read_json_file(path, "a JSON config")
-    if not isinstance(doc, dict):
-        fail(f"{path}: expected a ScheduleConfig object, got a JSON {type(doc).__name__}")
-    return doc
+def read_config_document(path: str) -> Any:
+    """The config document of a file, as :func:`amkspec.lower.knobs.config_document` finds it (an
+    ``amkspec propose`` document gives its ``schedule_config``); any JSON value, judged by the knob
+    checks, so a malformed one is a ``valid: false`` verdict. Exit 2 only if the file cannot be
+    read or is not JSON."""
+    from amkspec.lower.knobs import NULL_DOCUMENT, config_document
+
+    doc = config_document(read_json_file(path, "a JSON config"))
+    return NULL_DOCUMENT if doc is None else doc
 
 
 @main.command("evaluate")
 @click.argument("model", type=RUNNABLE_MODELS)
 @click.option("--target", required=True, type=TARGET_NAMES, help="GPU target record.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON "
-              "(default: the default config).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="ScheduleConfig JSON, or "
+              "the output of 'amkspec propose' (default: the default config).")
 @click.option("--vm", type=VM_CHOICE, default="reference", show_default=True, help="Where the step runs.")
 @click.option("--timeout", "timeout_s", type=VM_TIMEOUT, default=10.0, show_default=True,
               help="Watchdog of the megakernel VMs, in seconds.")

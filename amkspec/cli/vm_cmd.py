@@ -12,6 +12,7 @@ from amkspec.cli.files import read_json_file, read_npz
 from amkspec.cli.params import SEED
 from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 from amkspec.ir import MegakernelProgram
+from amkspec.text import count, no_such_finding
 
 
 def _arrays(path: str | None) -> dict[str, Any]:
@@ -32,10 +33,10 @@ def _witness(path: str, findings: list[Any], finding: int | None) -> Any:
     if finding is None:
         witnessed = [f["witness"] for f in findings if isinstance(f, dict) and f.get("witness")]
         if not witnessed:
-            fail(f"{path}: none of its {len(findings)} findings has a witness to replay")
+            fail(f"{path}: none of its {count(len(findings), 'finding')} has a witness to replay")
         return witnessed[0]
     if finding > len(findings):
-        fail(f"{path}: there is no finding {finding}: it has {len(findings)}")
+        fail(f"{path}: " + no_such_finding(finding, f"it has {count(len(findings), 'finding')}"))
     chosen = findings[finding - 1]
     if not isinstance(chosen, dict) or not chosen.get("witness"):
         status = chosen.get("status") if isinstance(chosen, dict) else "not an object"

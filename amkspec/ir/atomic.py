@@ -11,6 +11,7 @@ command from replacing one of its inputs.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -47,7 +48,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
     """
     target = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise _about(exc, target, directory) from None
     os.close(fd)
     try:
         yield tmp
@@ -55,11 +59,21 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
         mode = _mode_of(target)
         os.chmod(tmp, mode)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and tmp in (exc.filename, exc.filename2):
+            raise _about(exc, target, directory) from None
         raise
     _fsync_dir(directory)
+
+
+def _about(exc: OSError, target: str, directory: str) -> OSError:
+    """``exc`` naming the destination, not the temporary file the user never asked for."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR) and not os.path.isdir(directory):
+        reason = f"{reason} (its directory {directory} does not exist)"
+    return OSError(exc.errno, reason, target)
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:

@@ -97,6 +97,11 @@ TARGETS = TargetRegistry(
                   8000.0, 2250.0, 1.965, True, False, 0.0, _SPEC),
         GpuTarget("h100", 90, 132, 233472, 232448, 65536, 2048, 255, 50 * _MIB, 80 * _GIB,
                   3350.0, 989.0, 1.98, True, False, 3089.0, "H100 SXM5. " + _SPEC),
+        GpuTarget("h200", 90, 132, 233472, 232448, 65536, 2048, 255, 50 * _MIB, 141 * 10**9,
+                  4800.0, 989.0, 1.98, True, False, 0.0,
+                  "H200 SXM (GH100, 141 GB HBM3e at 4.8 TB/s; dense FP16 989 TFLOPS): NVIDIA H200 Tensor "
+                  "Core GPU datasheet; SM, shared-memory and register figures as the H100 SXM5 (same die). "
+                  + _SPEC),
         GpuTarget("a100", 80, 108, 167936, 166912, 65536, 2048, 255, 40 * _MIB, 80 * _GIB,
                   1555.0, 312.0, 1.41, True, False, 1382.0, "A100 SXM4. " + _SPEC),
         GpuTarget("l4", 89, 58, 102400, 101376, 65536, 1536, 255, 48 * _MIB, 24 * _GIB,
@@ -109,4 +114,4 @@ TARGETS = TargetRegistry(
                   864.0, 362.0, 2.52, True, False, 0.0, _SPEC),
     )
 )
-"""The eight built-in targets."""
+"""The nine built-in targets."""

@@ -304,8 +304,32 @@ def _check_tiling(tiling: Any, target: GpuTarget | None) -> Iterator[KnobIssue]:
                     yield from _check_value(KNOB_BY_PATH[f"tiling.{section}.{key}"], value, target)
 
 
+class _NullDocument:
+    def __repr__(self) -> str:
+        return "NULL_DOCUMENT"
+
+
+NULL_DOCUMENT: Any = _NullDocument()
+"""A config document that is JSON ``null``: judged (and refused) like any other document, where
+``None`` means no config at all, the default one (``evaluate --config`` of a file holding ``null``)."""
+
+
+def config_document(doc: Any) -> Any:
+    """The ScheduleConfig document inside what a config file holds: the ``schedule_config`` of an
+    ``amkspec propose`` document, the ``config`` of a program, else the document itself (spec §5:
+    one format from ``propose`` to ``evaluate``, ``lower`` and ``decode``)."""
+    if isinstance(doc, Mapping) and "schedule_config" in doc and "search_space" in doc:
+        return doc["schedule_config"]
+    if isinstance(doc, Mapping) and "tasks" in doc:
+        return doc.get("config")
+    return doc
+
+
 def as_document(config: ScheduleConfig | Mapping[str, Any] | None) -> Any:
-    """The JSON-like form of a config (a ScheduleConfig's unknown fields kept as extra keys)."""
+    """The JSON-like form of a config (a ScheduleConfig's unknown fields kept as extra keys;
+    :data:`NULL_DOCUMENT` as None)."""
+    if config is NULL_DOCUMENT:
+        return None
     if config is None or not isinstance(config, ScheduleConfig):
         return config
     doc: dict[str, Any] = {name: getattr(config, name) for name in TOP_LEVEL}

@@ -38,7 +38,8 @@ def _linear(n_out: int, n_in: int) -> torch.Tensor:
 
 def make_weights(config: ModelConfig, dtype: DType | None = None, seed: int | None = None
                  ) -> dict[str, torch.Tensor]:
-    """The state dict (keys: :meth:`ModelConfig.weight_shapes`), bit-identical to the original's per seed."""
+    """The state dict (keys: :meth:`ModelConfig.weight_shapes`), the original's per seed (to the last
+    few bits, which torch's random kernels round differently on each SIMD path)."""
     target = torch_dtype(config.dtype if dtype is None else dtype)
     h, i = config.hidden, config.intermediate
     with torch.random.fork_rng(devices=[]):

@@ -52,21 +52,24 @@ def check_gpu_label(ix: ProgramIndex) -> Iterator[Diagnostic]:
         yield diag(GPU_LABEL, f"meta['gpu'] = {gpu!r} but target.name = {name!r}")
 
 
+def block_size_error(tpb: object) -> str | None:
+    """Why ``tpb`` threads per block cannot launch (O503, spec §5.1), or None: the one rule the
+    validator checks and the megakernel's loader applies (it builds a kernel for every size it allows)."""
+    if not is_int(tpb) or not WARP <= tpb <= MAX_THREADS_PER_BLOCK:
+        return f"threads_per_block = {tpb!r} is out of range [{WARP}, {MAX_THREADS_PER_BLOCK}]"
+    if tpb % WARP:
+        return f"threads_per_block = {tpb} is not a multiple of the warp size ({WARP})"
+    return None
+
+
 def check_launch(ix: ProgramIndex) -> Iterator[Diagnostic]:
     """Launch feasibility of ``config`` against ``target`` (spec §3.5, §5.1)."""
     config = ix.prog.config
     if not isinstance(config, ScheduleConfig):
         return
-    tpb = config.threads_per_block
-    if not is_int(tpb) or not WARP <= tpb <= MAX_THREADS_PER_BLOCK:
-        yield diag(
-            BLOCK_SIZE,
-            f"config.threads_per_block = {tpb!r} is out of range [{WARP}, {MAX_THREADS_PER_BLOCK}]",
-        )
-    elif tpb % WARP:
-        yield diag(
-            BLOCK_SIZE, f"config.threads_per_block = {tpb} is not a multiple of the warp size ({WARP})"
-        )
+    problem = block_size_error(config.threads_per_block)
+    if problem is not None:
+        yield diag(BLOCK_SIZE, f"config.{problem}")
     smem = config.smem_bytes_per_block
     target = ix.prog.target
     cap = getattr(target, "smem_bytes_per_block_optin", None) if target is not None else None

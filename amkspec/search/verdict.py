@@ -5,7 +5,7 @@ correctness PASS, a correctness claim for a rejected config, and a ``measured-gp
 no real GPU-timed, eager-matching run produced. The rules, checked by :func:`honesty_violations`:
 
 1. ``valid: false`` ⇒ ``correct: false``, no error metrics, no latency; a ``rejected_reason``.
-2. ``correct: false`` ⇒ ``latency_us``, ``latency_kind``, ``pct_of_roofline`` are null.
+2. ``correct: false`` ⇒ ``latency_us``, ``latency_kind``, ``latency_over_bound`` are null.
 3. ``latency_kind`` is ``"measured-gpu"`` only when ``gpu_timed`` (set only by the CUDA timing
    path after its own output matched eager); otherwise ``"predicted"`` (the cost model).
 4. A latency is never below the HBM-bandwidth floor ``bound_us`` (then it is dropped with a note).
@@ -19,6 +19,10 @@ from typing import Any
 import attrs
 
 LATENCY_KINDS = ("measured-gpu", "predicted")
+
+VERDICT_VERSION = 2
+"""The verdict's schema version: 2 replaced version 1's ``pct_of_roofline`` (``100 · latency /
+bound_us``, which read as a share of the roofline achieved) by ``latency_over_bound``."""
 
 FAILURES = ("rejected", "lowering", "vm-unavailable", "timeout", "fault", "mismatch", "error")
 """Why a verdict is not valid+correct: rejected before or by validation, the lowering raised,
@@ -40,7 +44,8 @@ FIELD_DOCS: dict[str, str] = {
     "latency_us": "one decode step in µs; null unless correct",
     "latency_kind": "measured-gpu (CUDA events on a real GPU, output matched eager) or predicted "
                     "(the cost model); null unless correct",
-    "pct_of_roofline": "100 · latency / bound_us",
+    "latency_over_bound": "latency_us / bound_us: how many times the HBM-bandwidth floor one step takes "
+                          "(1.0 = at the floor, the roofline); null unless correct",
     "bound_us": "the HBM-bandwidth floor: weight bytes / the target's bandwidth",
     "schedule_id": "sch_ + the first 10 hex of sha1 of the canonical config (of the raw document when it "
                    "does not parse)",
@@ -55,6 +60,7 @@ FIELD_DOCS: dict[str, str] = {
     "failure": "why not valid+correct: " + ", ".join(FAILURES) + "; null when correct",
     "gpu_timed": "true only when the latency comes from the CUDA timing path",
     "notes": "human-readable context (why the latency is predicted, what failed)",
+    "verdict_version": f"the schema version of the verdict ({VERDICT_VERSION})",
 }
 """What each verdict field means (the docs' table is generated from it)."""
 
@@ -76,7 +82,7 @@ class Verdict:
     top1_agreement: float | None = None
     latency_us: float | None = None
     latency_kind: str | None = None
-    pct_of_roofline: float | None = None
+    latency_over_bound: float | None = None
     bound_us: float | None = None
     schedule_id: str = ""
     program_sha256: str | None = None
@@ -90,6 +96,7 @@ class Verdict:
     failure: str | None = None
     gpu_timed: bool = False
     notes: tuple[str, ...] = ()
+    verdict_version: int = VERDICT_VERSION
 
     def __attrs_post_init__(self) -> None:
         problems = honesty_violations(self)
@@ -108,6 +115,9 @@ class Verdict:
         type is checked against its annotation and the honesty rules are rechecked (ValueError)."""
         if not isinstance(data, dict):
             raise ValueError(f"a verdict must be an object, not a JSON {type(data).__name__}")
+        if "verdict_version" not in data and "pct_of_roofline" in data:  # version 1, read back from a cache
+            pct = data["pct_of_roofline"]
+            data = {**data, "latency_over_bound": pct / 100 if _scalar("float", pct) else pct}
         kwargs = {a.name: _typed(a.name, str(a.type), data[a.name])
                   for a in attrs.fields(cls) if a.name in data}
         kwargs["rejected_codes"] = tuple(kwargs.get("rejected_codes", ()))
@@ -144,7 +154,7 @@ def _typed(name: str, annotation: str, value: Any) -> Any:
 def honesty_violations(v: Verdict) -> list[str]:
     """Every honesty rule ``v`` breaks (an empty list for an honest verdict)."""
     out: list[str] = []
-    has_latency = v.latency_us is not None or v.latency_kind is not None or v.pct_of_roofline is not None
+    has_latency = v.latency_us is not None or v.latency_kind is not None or v.latency_over_bound is not None
     if not v.valid and (v.correct or v.max_abs_err is not None or v.top1_agreement is not None):
         out.append("a rejected config makes no correctness claim")
     if not v.valid and not v.rejected_reason:

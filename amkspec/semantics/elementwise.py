@@ -4,9 +4,9 @@ ALLREDUCE_SHARD, and SAMPLE_ARGMAX (spec §7). All compute in float32 and cast o
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from amkspec.ir import InstructionKind
+from amkspec.semantics import edges
 from amkspec.semantics.registry import (
     OpError,
     Params,
@@ -32,23 +32,25 @@ def _broadcast(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 
 @semantics(
     _K.SILU_MUL, family="Elementwise", inputs="gate, up", outputs="out", params="—",
-    shapes="gate and up broadcast", formula="out = silu(gate) · up, silu(g) = g · sigmoid(g)",
+    shapes="gate and up broadcast",
+    formula="out = silu(gate) · up, silu(g) = g · sigmoid(g); silu(+inf) = +inf, silu(−inf) = 0 (§7.10)",
 )
 def silu_mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 SILU_MUL (SwiGLU)."""
     arity(inputs, outputs, _K.SILU_MUL, 2, 1)
     gate, up = _broadcast("SILU_MUL", inputs[0], inputs[1])
-    store(outputs[0], F.silu(gate) * up)
+    store(outputs[0], edges.silu(gate) * up)
 
 
 @semantics(
     _K.GELU, family="Elementwise", inputs="x", outputs="out", params="—", shapes="out has x's elements",
-    formula="out = x · Φ(x) (exact erf form, not the tanh approximation)",
+    formula="out = x · Φ(x) (exact erf form, not the tanh approximation); GELU(+inf) = +inf, "
+    "GELU(−inf) = 0 (§7.10)",
 )
 def gelu(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 GELU, exact erf form."""
     arity(inputs, outputs, _K.GELU, 1, 1)
-    store(outputs[0], F.gelu(f32(inputs[0])))
+    store(outputs[0], edges.gelu(f32(inputs[0])))
 
 
 @semantics(
@@ -78,7 +80,9 @@ def mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
 
 @semantics(
     _K.SOFTMAX, family="Elementwise", inputs="x", outputs="out", params="dim = −1",
-    shapes="out has x's elements", formula="out = exp(x − max) / Σ exp(x − max) along dim",
+    shapes="out has x's elements",
+    formula="out = exp(x − max) / Σ exp(x − max) along dim; a line holding NaN or +inf, or all −inf, "
+    "is NaN (§7.10)",
 )
 def softmax(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 SOFTMAX along ``dim``."""
@@ -87,7 +91,7 @@ def softmax(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None
     dim = int_param(params, "dim", _K.SOFTMAX, -1)
     if not -max(x.dim(), 1) <= dim < max(x.dim(), 1):
         raise OpError(f"SOFTMAX: dim {dim} out of range for shape {tuple(x.shape)}")
-    store(outputs[0], torch.softmax(x, dim=dim))
+    store(outputs[0], edges.softmax(x, dim))
 
 
 @semantics(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from amkspec.ir import InstructionKind
+from amkspec.semantics.edges import cast, copy_into
 from amkspec.semantics.registry import OpError, Params, Tensor, arity, int_param, semantics, store
 
 _K = InstructionKind
@@ -21,13 +22,13 @@ def nop(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
 @semantics(
     _K.COPY, family="Data movement", inputs="src", outputs="dst", params="—",
     shapes="src broadcastable to dst (no reshape)",
-    formula="dst ← src converted directly to dst's dtype",
+    formula="dst ← src converted directly to dst's dtype (float → integer: §7.10)",
 )
 def copy(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 COPY: a direct dtype conversion with broadcasting, never a reshape."""
     arity(inputs, outputs, _K.COPY, 1, 1)
     try:
-        outputs[0].copy_(inputs[0])
+        copy_into(outputs[0], inputs[0])
     except RuntimeError as exc:
         shapes = f"{tuple(inputs[0].shape)} to {tuple(outputs[0].shape)}"
         raise OpError(f"COPY: cannot broadcast {shapes}") from exc
@@ -43,13 +44,13 @@ def copy(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
 def embed(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 EMBED: gather rows of ``table`` by ``ids``; an id out of range is an error."""
     arity(inputs, outputs, _K.EMBED, 2, 1)
-    ids = inputs[0].to(torch.int64).flatten()
+    ids = cast(inputs[0], torch.int64).flatten()
     table = inputs[1]
     if table.dim() == 0:
         raise OpError("EMBED: the table must have at least one dimension")
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= table.shape[0]):
         raise OpError(f"EMBED: ids {ids.tolist()} out of range for a table of {table.shape[0]} rows")
-    rows = table.index_select(0, ids).to(outputs[0].dtype)
+    rows = cast(table.index_select(0, ids), outputs[0].dtype)
     if rows.numel() != outputs[0].numel():
         shape = tuple(outputs[0].shape)
         raise OpError(f"EMBED: {rows.numel()} gathered elements do not fill an output of shape {shape}")

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from amkspec.ir import InstructionKind
+from amkspec.semantics.edges import nan_rows
 from amkspec.semantics.registry import (
     OpError,
     Params,
@@ -25,15 +26,17 @@ _K = InstructionKind
     _K.RMSNORM, family="Normalisation", inputs="x [rows, H], w [H]", outputs="out (x's shape)",
     params="eps = 1e-6; hidden (required, not read: the last dim is used)",
     shapes="w broadcasts over rows",
-    formula="r = rsqrt(mean(x², last dim) + eps); out = (x · r) · w, in float32, then cast",
+    formula="r = rsqrt(mean(x², last dim) + eps); out = (x · r) · w, in float32, then cast; a row whose "
+    "mean of squares is not finite is NaN (§7.10)",
 )
 def rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 RMSNORM (float32; ``x·r`` before ``·w``, eps default 1e-6)."""
     arity(inputs, outputs, _K.RMSNORM, 2, 1)
     x, w = f32(inputs[0]), inputs[1]
-    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + float_param(params, "eps", _K.RMSNORM, 1e-6))
+    mean_sq = x.pow(2).mean(-1, keepdim=True)
+    r = torch.rsqrt(mean_sq + float_param(params, "eps", _K.RMSNORM, 1e-6))
     try:
-        y = (x * r) * f32(w)
+        y = nan_rows((x * r) * f32(w), mean_sq)
     except RuntimeError as exc:
         shapes = f"weight w {tuple(w.shape)} does not broadcast over x {tuple(x.shape)}"
         raise OpError(f"RMSNORM: {shapes}") from exc
@@ -44,7 +47,8 @@ def rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None
     _K.LAYERNORM, family="Normalisation", inputs="x [rows, H], w [H], optional b [H]",
     outputs="out (x's shape)", params="eps = 1e-5; hidden = x's last dim",
     shapes="normalises the trailing ``hidden`` elements",
-    formula="out = (x − mean) / sqrt(var + eps) · w (+ b), biased variance, float32, then cast",
+    formula="out = (x − mean) / sqrt(var + eps) · w (+ b), biased variance, float32, then cast; a row "
+    "whose mean or variance is not finite is NaN (§7.10)",
 )
 def layernorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     """Spec §7 LAYERNORM (eps default 1e-5, unlike RMSNORM's 1e-6)."""
@@ -58,4 +62,11 @@ def layernorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> No
         y = F.layer_norm(x, (hidden,), f32(inputs[1]), bias, float_param(params, "eps", _K.LAYERNORM, 1e-5))
     except RuntimeError as exc:
         raise OpError(f"LAYERNORM: {exc}") from exc
-    store(outputs[0], y)
+    store(outputs[0], nan_rows(y, _variance(x)))
+
+
+def _variance(x: Tensor) -> Tensor:
+    """The biased variance of each row in float32, as the device accumulates it: two passes,
+    ``mean((x − mean)²)`` (NaN when the mean is not finite)."""
+    centred = x - x.mean(-1, keepdim=True)
+    return (centred * centred).mean(-1, keepdim=True)

@@ -5,8 +5,8 @@ torch operations the opcode's reference function (:data:`amkspec.semantics.OP_SE
 those operands: the same kernels on operands of the same dtypes, shapes and strides, so the
 results are bit-identical. The operand checks, param parsing and views are done once, here. In
 any case that is not the plain one (another dtype, a bias, zero points, a shape that
-needs the reshape or broadcast path of ``store``, anything that would raise) it returns None and
-the caller runs the reference function, which then computes, or raises, as always.
+needs the reshape or broadcast path of ``store``, an integer output, anything that would raise) it
+returns None and the caller runs the reference function, which then computes, or raises, as always.
 
 The steps keep references to the operand tensors: they are valid only while those tensors are
 the ones the task reads and writes (the ReferenceVM's launch frame, :mod:`amkspec.vm.frame`).
@@ -18,10 +18,9 @@ import math
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 
 from amkspec.ir import AttentionFlags, InstructionKind, QuantFlags
-from amkspec.semantics import attention, linear, movement, quant
+from amkspec.semantics import attention, edges, linear, movement, quant
 from amkspec.semantics.linear import QUANT_CODES
 from amkspec.semantics.registry import OpError, Params, Tensor
 
@@ -127,18 +126,21 @@ def _rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Ste
     eps = float(params.get("eps", 1e-6))
     if tuple(out.shape) != tuple(torch.broadcast_shapes(x.shape, w.shape)):
         return None
-    rsqrt = torch.rsqrt
+    rsqrt, nan_rows = torch.rsqrt, edges.nan_rows
     if out.dtype == _F32 and _apart(out, x, w):
-        mul = torch.mul
+        mul, isfinite = torch.mul, torch.isfinite
 
         def into_out() -> None:
-            mul(x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps), w, out=out)
+            mean_sq = x.pow(2).mean(-1, keepdim=True)
+            mul(x * rsqrt(mean_sq + eps), w, out=out)
+            if not bool(isfinite(mean_sq).all()):
+                out.copy_(nan_rows(out, mean_sq))
 
         return into_out
 
     def step() -> None:
-        r = rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
-        out.copy_((x * r) * w)
+        mean_sq = x.pow(2).mean(-1, keepdim=True)
+        out.copy_(nan_rows((x * rsqrt(mean_sq + eps)) * w, mean_sq))
 
     return step
 
@@ -177,7 +179,7 @@ def _silu_mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> St
     if pair is None:
         return None
     gate, up, out = pair
-    silu = F.silu
+    silu = edges.silu
     if out.dtype == _F32 and _apart(out, gate, up):
         mul = torch.mul
 
@@ -204,7 +206,9 @@ def _embed(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step 
     rows_n, shape, dtype, i64 = table.shape[0], out.shape, out.dtype, torch.int64
     aminmax = torch.aminmax
     reference = movement.embed
-    if n_ids == 1 and _integer(ids_in.dtype) and table.dtype == dtype and _apart(out, table):
+    if not _integer(ids_in.dtype):  # float ids convert by the spec's rule, in the reference function
+        return None
+    if n_ids == 1 and table.dtype == dtype and _apart(out, table):
 
         def one_row() -> None:  # one id: the row itself, copied
             row = int(ids_in)
@@ -321,7 +325,7 @@ def prepare(
 ) -> Step | None:
     """The prepared step of one task, or None (see the module doc)."""
     make = _PREPARE.get(kind)
-    if make is None:
+    if make is None or not all(o.dtype.is_floating_point for o in outputs):
         return None
     try:
         return make(inputs, outputs, params)

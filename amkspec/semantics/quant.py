@@ -59,7 +59,7 @@ def unpack_int4(packed: Tensor, k: int) -> Tensor:
     else:
         p = packed.to(torch.int64)
         low, high = p & 0xF, (p >> 4) & 0xF
-    return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], -1)[..., :k]
+    return torch.stack([low, high], dim=-1).reshape(*packed.shape[:-1], 2 * packed.shape[-1])[..., :k]
 
 
 def expand_groups(table: Tensor, group: int, k: int) -> Tensor:

@@ -17,6 +17,7 @@ import attrs
 import torch
 
 from amkspec.ir import AmkspecError, InstructionKind
+from amkspec.semantics.edges import copy_into
 
 Tensor = torch.Tensor
 Params = Mapping[str, Any]
@@ -99,11 +100,12 @@ def f32(t: Tensor) -> Tensor:
 
 
 def store(out: Tensor, value: Tensor) -> None:
-    """Write ``value`` into ``out`` cast to its dtype, reshaping when only the layout differs."""
+    """Write ``value`` into ``out`` cast to its dtype (:func:`~amkspec.semantics.edges.cast`),
+    reshaping when only the layout differs."""
     if value.shape != out.shape and value.numel() == out.numel():
         value = value.reshape(out.shape)
     try:
-        out.copy_(value)
+        copy_into(out, value)
     except RuntimeError as exc:
         raise OpError(f"cannot write a {tuple(value.shape)} result into a {tuple(out.shape)} output") from exc
 

@@ -2,42 +2,49 @@
 
 Kept here so the CLI modules only add their options. Each function writes the
 files and returns one line per file written; a request that cannot be met (no
-witness to draw, no such finding) raises :class:`NoPicture`, an
-:class:`~amkspec.ir.AmkspecError` the CLI prints as one line.
+such finding) raises :class:`NoPicture`, an :class:`~amkspec.ir.AmkspecError` the
+CLI prints as one line, before anything is written.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from amkspec.ir import AmkspecError, MegakernelProgram
 from amkspec.ir.atomic import refuse_overwrite, write_atomic
+from amkspec.text import count, no_such_finding
 from amkspec.viz import canvas
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 class NoPicture(AmkspecError, ValueError):
-    """The picture asked for does not exist (an accepted program has no witness to draw)."""
+    """The picture asked for does not exist (there is no such finding)."""
 
 
-def pick_witness(explanation: Mapping[str, Any], finding: int | None) -> tuple[int, Mapping[str, Any]]:
-    """The 1-based number and witness of finding ``finding``, or of the first witnessed finding."""
+def tally(findings: Sequence[Mapping[str, Any]]) -> str:
+    """``1 finding``, ``5 proofs``, ``1 finding and 3 proofs``: explain's results, findings (witnessed
+    or rule-only) apart from proofs."""
+    proofs = sum(1 for f in findings if f.get("status") == "proved")
+    parts = [count(len(findings) - proofs, "finding")] if len(findings) > proofs or not proofs else []
+    return " and ".join([*parts, *([count(proofs, "proof")] if proofs else [])])
+
+
+def pick_witness(explanation: Mapping[str, Any], finding: int | None) -> tuple[int, Mapping[str, Any] | None]:
+    """The 1-based number of finding ``finding`` (default: the first witnessed one, else the first
+    one) and its witness, None when it has none; :class:`NoPicture` when there is no such finding."""
     findings = list(explanation.get("findings") or ())
     if finding is not None:
         if not 1 <= finding <= len(findings):
-            raise NoPicture(f"there is no finding {finding}: the program has {len(findings)}")
-        w = findings[finding - 1].get("witness")
-        if not w:
-            raise NoPicture(
-                f"finding {finding} is {findings[finding - 1].get('status')}: it has no witness to draw "
-                "(--html shows it, 'amkspec info FILE --svg OUT --highlight N' draws its tasks)"
-            )
-        return finding, w
+            raise NoPicture(no_such_finding(finding, f"the program has {tally(findings)}"))
+        return finding, findings[finding - 1].get("witness") or None
     for n, f in enumerate(findings, 1):
         if f.get("witness"):
             return n, f["witness"]
-    raise NoPicture(f"{explanation.get('verdict')}, with no witnessed finding: there is no timeline to draw")
+    return 1, None
 
 
 def _targets(source: str, *paths: tuple[str | None, str]) -> list[tuple[str, str]]:
@@ -46,6 +53,28 @@ def _targets(source: str, *paths: tuple[str | None, str]) -> list[tuple[str, str
     for p, _ in chosen:
         refuse_overwrite(p, [source])
     return chosen
+
+
+def _explain_picture(
+    prog: MegakernelProgram, explanation: Mapping[str, Any], source: str, finding: int | None
+) -> tuple[Figure, str]:
+    """The picture ``explain --svg/--png`` draws and what it shows: the witness timeline of a
+    witnessed finding; otherwise the program graph, the finding's tasks outlined (a rule-only
+    finding) or none (an accepted program: every obligation proved, nothing to witness)."""
+    from amkspec.viz.graph import graph_figure
+    from amkspec.viz.timeline import timeline_figure
+
+    findings = list(explanation.get("findings") or ())
+    n, witness = pick_witness(explanation, finding)
+    if witness is not None:
+        return timeline_figure(prog, witness), f"timeline of finding {n} ({witness.get('kind')})"
+    chosen = findings[n - 1] if findings else {}
+    if chosen.get("status") == "proved" or not findings:
+        what = f"{explanation.get('verdict')}: {tally(findings)}, no witness to draw"
+        return graph_figure(prog, (), f"{source}: {what}"), f"program graph ({what})"
+    tasks = tuple(t for t in chosen.get("tasks") or () if type(t) is int)
+    what = f"finding {n} ({chosen.get('status')} {chosen.get('code') or chosen.get('kind')}), no witness"
+    return graph_figure(prog, tasks, f"{source}: {what}: its tasks"), f"program graph of {what}"
 
 
 def write_explain(
@@ -58,22 +87,22 @@ def write_explain(
     html: str | None = None,
     finding: int | None = None,
 ) -> list[str]:
-    """Write the witness timeline (SVG/PNG) of one finding and/or the HTML report."""
+    """Write the picture (SVG/PNG) of one finding and/or the HTML report; a finding that does not
+    exist fails (:class:`NoPicture`) before anything is written."""
     from amkspec.viz.report import report_html
-    from amkspec.viz.timeline import timeline_figure
 
     lines = []
     targets = _targets(source, (svg, "svg"), (png, "png"), (html, "html"))
-    if svg or png:
-        n, w = pick_witness(explanation, finding)
-        fig = timeline_figure(prog, w)
+    picture = _explain_picture(prog, explanation, source, finding) if svg or png else None
+    if html:
+        write_atomic(html, report_html(prog, explanation, source))
+        lines.append(f"{html}: report of {tally(list(explanation.get('findings') or ()))}")
+    if picture is not None:
+        fig, what = picture
         for path, fmt in targets:
             if fmt != "html":
                 canvas.save(fig, path, fmt)
-                lines.append(f"{path}: timeline of finding {n} ({w.get('kind')})")
-    if html:
-        write_atomic(html, report_html(prog, explanation, source))
-        lines.append(f"{html}: report of {len(explanation.get('findings') or ())} findings")
+                lines.append(f"{path}: {what}")
     return lines
 
 
@@ -85,7 +114,7 @@ def highlight_tasks(prog: MegakernelProgram, which: str) -> tuple[str, tuple[int
     errors = [d for d in validate(prog).diagnostics if d.severity is Severity.ERROR]
     if re.fullmatch(r"[0-9]+", which):
         if len(which) > 9 or not 1 <= int(which) <= len(errors):
-            raise NoPicture(f"there is no finding {which}: the program has {len(errors)} errors")
+            raise NoPicture(no_such_finding(which, f"the program has {count(len(errors), 'error')}"))
         chosen = [errors[int(which) - 1]]
     else:
         chosen = [e for e in errors if e.code.upper() == which.upper()][:1]

@@ -16,8 +16,9 @@ from typing import Any
 
 from amkspec import __version__
 from amkspec.ir import MegakernelProgram
-from amkspec.text import escape_line
+from amkspec.text import count, escape_line
 from amkspec.viz import canvas
+from amkspec.viz.export import tally
 from amkspec.viz.graph import graph_figure
 from amkspec.viz.program import ProgramIndex, index_program
 from amkspec.viz.timeline import timeline_figure
@@ -109,12 +110,13 @@ def report_html(prog: MegakernelProgram, explanation: Mapping[str, Any], source:
     findings = list(explanation.get("findings") or ())
     counts: dict[str, int] = {}
     for f in findings:
-        counts[str(f.get("status"))] = counts.get(str(f.get("status")), 0) + 1
-    summary = ", ".join(f"{k} {escape(s)}" for s, k in counts.items()) or "no findings"
+        if f.get("status") != "proved":
+            counts[str(f.get("status"))] = counts.get(str(f.get("status")), 0) + 1
+    summary = f" ({', '.join(f'{k} {escape(s)}' for s, k in counts.items())})" if counts else ""
     word = f'<span class="{escape(verdict)}">{escape(verdict.upper())}</span>'
     body = [
         f"<h1><code>{escape(source)}</code>: {word}</h1>",
-        f"<p>{len(ix.order)} tasks; {len(findings)} finding{'s' if len(findings) != 1 else ''}: {summary}. "
+        f"<p>{count(len(ix.order), 'task')}; {escape(tally(findings))}{summary}. "
         "A <em>witnessed</em> finding comes with an execution, found by Z3 and replayed, that shows it; a "
         "<em>rule-only</em> one is forbidden by the spec though no execution misbehaves; <em>proved</em> "
         "means no execution of this program has that kind of violation.</p>",

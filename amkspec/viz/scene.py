@@ -306,25 +306,92 @@ def _buffer_names(prog_buffers: Mapping[int, str], w: Mapping[str, Any]) -> dict
     }
 
 
+def _held_back(
+    ix: ProgramIndex, blocked: Mapping[int, Mapping[str, Any]]
+) -> dict[int, list[tuple[int, str]]]:
+    """Blocked task → the blocked tasks it holds back (sorted): a producer of a counter they wait on
+    below its threshold (via ``c<n>``), or their SM-queue predecessor (via ``SM queue``)."""
+    held: dict[int, list[tuple[int, str]]] = {t: [] for t in blocked}
+    for t, b in blocked.items():
+        if b.get("queue_predecessor") in held and b["queue_predecessor"] != t:
+            held[b["queue_predecessor"]].append((t, "SM queue"))
+        for x in b.get("waits") or ():
+            for p in ix.producers.get(x.get("counter"), ()):
+                if p in held and p != t:
+                    held[p].append((t, f"c{x['counter']}"))
+    return {t: sorted(set(ts)) for t, ts in held.items()}
+
+
+def wait_cycle(ix: ProgramIndex, w: Mapping[str, Any]) -> list[CycleArrow]:
+    """The wait cycle of a stuck state (spec §3.2), edge by edge: the first cycle of
+    :func:`_held_back` found depth first from the lowest blocked task, successors in ascending
+    order (the validator's D204 order); empty when the blocked tasks hold one another back without
+    a cycle (a wait no task can ever satisfy)."""
+    stuck = [b for b in w.get("blocked") or () if isinstance(b, Mapping) and type(b.get("task")) is int]
+    blocked = {b["task"]: b for b in stuck}
+    held = _held_back(ix, blocked)
+    state: dict[int, bool] = {}  # True while on the path, False once explored
+    for root in sorted(held):
+        if root in state:
+            continue
+        path, vias, todo = [root], list[str](), [iter(held[root])]
+        state[root] = True
+        while todo:
+            step = next(todo[-1], None)
+            if step is None:
+                state[path.pop()] = False
+                todo.pop()
+                if vias:
+                    vias.pop()
+                continue
+            t, via = step
+            if state.get(t) is True:
+                ring = path[path.index(t):]
+                labels = [*vias[len(vias) - len(ring) + 1:], via]
+                return [CycleArrow(a, b, v) for a, b, v in zip(ring, [*ring[1:], t], labels, strict=True)]
+            if t not in state:
+                state[t] = True
+                path.append(t)
+                vias.append(via)
+                todo.append(iter(held[t]))
+    return []
+
+
+def _title(ix: ProgramIndex, w: Mapping[str, Any], cycle: list[CycleArrow]) -> str:
+    kind, what = w.get("kind", "witness"), str(w.get("property", ""))
+    if not cycle:
+        return f"{kind}: {what}".rstrip(": ")
+    ring = " → ".join(ix.name(e.src) for e in cycle) + f" → {ix.name(cycle[0].src)}"
+    return f"{kind}: wait cycle {ring}" + (f" ({what})" if what else "")
+
+
 def timeline_scene(
     ix: ProgramIndex, w: Mapping[str, Any], buffer_names: Mapping[int, str] | None = None
 ) -> TimelineScene:
-    """Decide what the timeline of witness ``w`` (its JSON form) draws for the indexed program."""
+    """Decide what the timeline of witness ``w`` (its JSON form) draws for the indexed program.
+
+    A cycle (the witness's own, or the wait cycle of a stuck state) is drawn edge by edge and named
+    in the title; where nothing ran before it, each task gets its own lane, in cycle order."""
     events = _events(w)
     shown, note = _selection(ix, w, events)
+    explicit = [CycleArrow(e["from"], e["to"], e["via"]) for e in w.get("cycle") or ()]
+    cycle = explicit or (wait_cycle(ix, w) if w.get("kind") == "deadlock" else [])
+    per_task = w.get("kind") == "cycle" or bool(cycle and not events)
+    if per_task and cycle:
+        ring = [e.src for e in cycle if e.src in shown]
+        shown = [*ring, *(t for t in shown if t not in ring)]
     keep = set(shown)
     drawn = [n for n, (_, t, _) in enumerate(events) if t in keep]
-    lanes, lane_of = _lanes(ix, shown, w.get("kind") == "cycle")
+    lanes, lane_of = _lanes(ix, shown, per_task)
     starts: dict[int, int] = {}
     ends: dict[int, int] = {}
     for x, n in enumerate(drawn):
         kind, task, _ = events[n]
         (starts if kind == "start" else ends)[task] = x
     bars = [Bar(t, lane_of[t], x, ends.get(t)) for t, x in starts.items()]
-    cycle = [CycleArrow(e["from"], e["to"], e["via"]) for e in w.get("cycle") or ()]
     return TimelineScene(
         kind=str(w.get("kind", "")),
-        title=f"{w.get('kind', 'witness')}: {w.get('property', '')}".rstrip(": "),
+        title=_title(ix, w, cycle),
         note=note,
         lanes=tuple(lanes),
         bars=tuple(bars),

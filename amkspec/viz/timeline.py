@@ -45,6 +45,8 @@ MAX_GHOST_LINKS = 12
 """Up to this many blocked tasks, arrows show which holds back which; beyond, only the reasons."""
 MAX_GHOST_COLUMNS = 8
 """Up to this many blocked (or cyclic) tasks each get their own column."""
+BRACKET_LEAN = 0.14
+"""How far from a lane's middle a bracket between stacked tasks leaves and arrives (in lanes)."""
 
 
 def timeline_figure(prog: MegakernelProgram, witness: Mapping[str, Any], prefix: str = "") -> Figure:
@@ -89,6 +91,10 @@ class _Timeline:
             width = (chars * CHAR_IN + 0.25) / UNIT_IN
             out[g.task] = (x, width)
             cursor[key] = x + width + 1.5
+        column = {x for x, _ in out.values()}
+        if self.s.cycle and len(column) == 1:  # one column: one right edge, so the loop's sides are straight
+            widest = max(w for _, w in out.values())
+            out = {t: (x, widest) for t, (x, _) in out.items()}
         return out
 
     def _caption_text(self) -> str:
@@ -290,10 +296,10 @@ class _Timeline:
                 arrowprops={"arrowstyle": "-", "color": VIOLATION, "lw": 0.8, "ls": ":"},
                 bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": VIOLATION, "lw": 0.8},
             )
-        if len(s.ghosts) <= MAX_GHOST_LINKS:  # beyond, arrows would hide the reasons
+        if not s.cycle and len(s.ghosts) <= MAX_GHOST_LINKS:  # beyond, arrows would hide the reasons
             for g in s.ghosts:
                 self._blocking_links(ax, g)
-        for e in s.cycle:
+        for e in s.cycle:  # a cycle: only its edges, so it reads as one loop
             if e.src in self.patches and e.dst in self.patches:
                 self._link(ax, e.src, e.dst, e.via, self.gid("cycle-edge", e.src, e.dst), VIOLATION, 0.3)
 
@@ -449,7 +455,10 @@ class _Timeline:
         down = self._lane_of(src) < self._lane_of(dst)
         (a, wa), (b, wb) = self.ghost_at[src], self.ghost_at[dst]
         xa, xb = (a + wa, b + wb) if down else (a, b)
-        ya, yb = float(self._lane_of(src)), float(self._lane_of(dst))
+        # leave from the lower half and arrive in the upper half (going down; the reverse going up),
+        # so a task a path enters and leaves shows both arrows
+        lean = BRACKET_LEAN if down else -BRACKET_LEAN
+        ya, yb = self._lane_of(src) + lean, self._lane_of(dst) - lean
         angle = 0 if down else 180
         ax.add_patch(
             FancyArrowPatch(
@@ -464,9 +473,9 @@ class _Timeline:
                 gid=element_id,
             )
         )
-        arm = (22 / 72 + 0.06) / UNIT_IN
+        arm = (22 / 72 + 0.04) / UNIT_IN
         edge = max(xa, xb) + arm if down else min(xa, xb) - arm
-        ax.text(
+        ax.text(  # on the bracket's upright, beside it
             edge,
             (ya + yb) / 2,
             via,
@@ -475,6 +484,7 @@ class _Timeline:
             ha="left" if down else "right",
             va="center",
             zorder=7,
+            gid=f"{element_id}-label",
         )
 
     def _link(
@@ -622,8 +632,10 @@ class _Timeline:
             handles.append(
                 Patch(facecolor="white", edgecolor=INK, hatch="////", label="still running at the end")
             )
-        if any(s.role_of(t) for t in s.names) or s.cycle:
+        if any(s.role_of(t) for t in s.names) or any(g.kind == "cycle" for g in s.ghosts):
             handles.append(Patch(facecolor="white", edgecolor=VIOLATION, lw=2, label="violating task"))
+        if s.cycle:
+            handles.append(Line2D([], [], color=VIOLATION, lw=1.6, marker=">", label="wait cycle: waits for"))
         if any(g.kind == "blocked" for g in s.ghosts):
             handles.append(
                 Patch(facecolor="white", edgecolor=BLOCKED, ls="--", label="blocked: never starts")

@@ -6,11 +6,13 @@ params) with the reference function's registered description.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from amkspec.ir import OP_REGISTRY, InstructionKind
 from amkspec.ir.opcodes import VARIADIC
 from amkspec.semantics import SEMANTICS
+from amkspec.semantics.edges import EDGE_CASES
 
 Table = tuple[list[str], list[list[str]]]
 HEADERS = ["Opcode", "Inputs", "Outputs", "Params (defaults)", "Shapes", "Formula"]
@@ -93,3 +95,28 @@ def quant_formats() -> Table:
                      _cell(value)])
     headers = ["Format", "From", "Levels ``key``", "Table ``key.scales``", "Task params", "Weight (float32)"]
     return headers, rows
+
+
+def _value(v: float) -> str:
+    """A table value as the output holds it: inf, -inf, NaN, -0, integers without a point."""
+    v = float(v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v) or v == 0:
+        return f"{'-' if math.copysign(1.0, v) < 0 else ''}{'inf' if math.isinf(v) else '0'}"
+    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:g}"
+
+
+def _values(vs: tuple[float, ...]) -> str:
+    return "``[" + ", ".join(_value(v) for v in vs) + "]``"
+
+
+def edge_values() -> Table:
+    """The edge-value table of §7.10 (``amkspec.semantics.edges.EDGE_CASES``), one row per rule."""
+    rows = []
+    for case in EDGE_CASES:
+        name = "w" if case.kind.name.endswith("NORM") else "up"
+        other = f"; {name} = {_values(case.other)}" if case.other else ""
+        rows.append([f"``{case.kind.name}``", _values(case.x) + other, case.dtype.name, _values(case.out),
+                     _cell(case.rule)])
+    return ["Opcode", "Input row", "Output dtype", "Result", "Rule"], rows

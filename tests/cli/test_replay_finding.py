@@ -47,7 +47,7 @@ def test_finding_n_is_the_nth_finding_of_explain(tmp_path: Path, finding: list[s
 
 @pytest.mark.parametrize(("n", "message"), [
     ("1", "finding 1 (rule-only) has no witness to replay"),
-    ("4", "there is no finding 4: it has 3"),
+    ("4", "there is no finding 4: findings are numbered from 1 and it has 3 findings"),
     ("0", "0 is not in the range x>=1"),
     ("-1", "-1 is not in the range x>=1"),
 ])

@@ -1,4 +1,4 @@
-"""GpuTarget records and the eight built-in targets (spec §5.2)."""
+"""GpuTarget records and the nine built-in targets (spec §5.2)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ EXPECTED = {  # name: (sm_arch, SMs, smem opt-in/block, HBM GB/s, measured GB/s,
     "rtx5090": (120, 82, 101376, 896.0, 731.0, 210.0, True),
     "b200": (100, 148, 232448, 8000.0, 0.0, 2250.0, False),
     "h100": (90, 132, 232448, 3350.0, 3089.0, 989.0, False),
+    "h200": (90, 132, 232448, 4800.0, 0.0, 989.0, False),
     "a100": (80, 108, 166912, 1555.0, 1382.0, 312.0, False),
     "l4": (89, 58, 101376, 300.0, 0.0, 242.0, False),
     "t4": (75, 40, 65536, 320.0, 0.0, 65.0, False),
@@ -21,7 +22,7 @@ EXPECTED = {  # name: (sm_arch, SMs, smem opt-in/block, HBM GB/s, measured GB/s,
 }
 
 
-def test_the_eight_builtin_targets() -> None:
+def test_the_nine_builtin_targets() -> None:
     assert sorted(TARGETS) == sorted(EXPECTED)
     for name, t in TARGETS.items():
         assert t.name == name
@@ -68,7 +69,7 @@ def test_editing_a_programs_target_never_changes_the_registry() -> None:
     mine.num_sms = 1
     try:
         assert TARGETS["mine"].num_sms == 82
-        assert "mine" in TARGETS and len(TARGETS) == 9
+        assert "mine" in TARGETS and len(TARGETS) == len(EXPECTED) + 1
     finally:
         del TARGETS["mine"]
     assert sorted(TARGETS) == sorted(EXPECTED)

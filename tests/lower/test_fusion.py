@@ -23,6 +23,8 @@ from amkspec.models import TOY_2L, QuantSpec, make_weights
 from amkspec.search import evaluate
 from amkspec.vm import ReferenceVM
 
+pytestmark = pytest.mark.numerics
+
 W2 = make_weights(TOY_2L)
 Op = InstructionKind
 

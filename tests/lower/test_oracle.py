@@ -16,6 +16,8 @@ from amkspec.models.oracle import TOLERANCES
 from amkspec.vm import ReferenceVM, SeededRandom
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.numerics
+
 W1 = make_weights(TOY)
 W2 = make_weights(TOY_2L)
 

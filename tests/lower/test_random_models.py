@@ -3,6 +3,7 @@ agrees with the eager model (spec §3, OPS_FACTS §9, §11)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,8 @@ from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import EagerDecoder, ModelConfig, compare_logits, make_weights
 from amkspec.vm import ReferenceVM, SeededRandom
+
+pytestmark = pytest.mark.numerics
 
 
 @st.composite

@@ -13,6 +13,8 @@ from amkspec.models import TOY, TOY_2L, EagerDecoder, compare_logits, make_weigh
 from amkspec.models.eager import apply_rope, rope_tables
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.numerics
+
 WEIGHTS = make_weights(TOY)
 WEIGHTS_2L = make_weights(TOY_2L)
 TOKENS = [7, 25, 103]

@@ -9,6 +9,8 @@ import torch
 from amkspec.ir import DType
 from amkspec.models import compare_logits
 
+pytestmark = pytest.mark.numerics
+
 
 def _near_tie(rows: int) -> torch.Tensor:
     """Logits whose argmax is 3 in every row, with 5 a close second (1e-6 behind)."""

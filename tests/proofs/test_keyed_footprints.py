@@ -5,12 +5,15 @@ From :data:`~amkspec.proofs.footprint.KEYED_MIN_TASKS` tasks on, the validator's
 ``(opcode, params key, input codes, output codes)``, the params key being the exact
 :func:`~amkspec.proofs.columns.param_key`. Here every task of random, repeated and malformed
 programs gets from that batch what :func:`op_footprint` gives it on its own, and two tasks share a
-key only where the old ``params.items()`` key would also have merged them.
+key only where their params are identical: the same types and values, floats by their bits. So two
+NaN params of the same bits share a key (their footprints cannot differ), where the old
+``params.items()`` key, which compares NaN by object identity, kept two NaN objects apart.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 import types
 from enum import IntEnum
 from typing import Any
@@ -122,20 +125,42 @@ def test_the_keyed_batch_equals_each_tasks_own_footprint(prog: MegakernelProgram
                 assert (found[pos][1], found[pos][3]) == direct
 
 
-@given(_keyed_programs())
-def test_tasks_share_a_key_only_where_the_items_key_merged_them(prog: MegakernelProgram) -> None:
-    columns = task_columns(prog.tasks if isinstance(prog.tasks, list) else [])
+def _identical(a: Any, b: Any) -> bool:
+    """Same type and value, recursively, in the same order; floats by their bits (NaN is itself)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_identical(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(map(_identical, a, b))
+    return bool(a == b)
+
+
+def _assert_keys_merge_only_identical_params(tasks: list[Any]) -> None:
+    columns = task_columns(tasks)
     if columns is None:
         return
     first: dict[tuple[Any, bytes], Any] = {}
     for op, key, params in zip(columns.ops, columns.param_keys, columns.params, strict=True):
         if key is not None:
-            seen = first.setdefault((op, key), params)
-            assert type(seen) is type(params)
-            if isinstance(params, dict):
-                assert tuple(seen.items()) == tuple(params.items())
-            else:
-                assert seen == params
+            assert _identical(first.setdefault((op, key), params), params)
+
+
+@given(_keyed_programs())
+def test_tasks_share_a_key_only_where_their_params_are_identical(prog: MegakernelProgram) -> None:
+    _assert_keys_merge_only_identical_params(prog.tasks if isinstance(prog.tasks, list) else [])
+
+
+def test_nan_params_of_the_same_bits_share_a_key() -> None:
+    """Two NaN objects (as JSON loading makes them) are one key; another NaN payload is another."""
+    other_nan = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
+    params: list[Any] = [{"n_off": float("nan")} for _ in range(KEYED_MIN_TASKS)] + [{"n_off": other_nan}]
+    prog = _tiles(params)
+    _assert_keys_merge_only_identical_params(prog.tasks)
+    keys = task_columns(prog.tasks).param_keys  # type: ignore[union-attr]
+    assert len(set(keys[:-1])) == 1 and keys[-1] != keys[0]
 
 
 def _tiles(params: list[Any]) -> MegakernelProgram:

@@ -13,6 +13,8 @@ from amkspec.ir import InstructionKind as K
 from amkspec.semantics import FAMILIES, OP_SEMANTICS, SEMANTICS, OpError, torch_dtype
 from tests.semantics.helpers import rand, run
 
+pytestmark = pytest.mark.numerics
+
 
 def _gemv_add_recipe(out: Any = "final") -> dict[str, Any]:
     return {"steps": [

@@ -11,6 +11,8 @@ from amkspec.ir import InstructionKind as K
 from amkspec.semantics import OpError, dequantize, pack_int4, quantize, unpack_int4
 from tests.semantics.helpers import DTYPES, close, rand, run
 
+pytestmark = pytest.mark.numerics
+
 
 def _loop_matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     out = np.zeros((x.shape[0], w.shape[0]))

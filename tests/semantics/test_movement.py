@@ -10,6 +10,8 @@ from amkspec.ir import InstructionKind as K
 from amkspec.semantics import OpError
 from tests.semantics.helpers import DTYPES, rand, run
 
+pytestmark = pytest.mark.numerics
+
 
 def test_nop_touches_nothing() -> None:
     out = torch.ones(3)

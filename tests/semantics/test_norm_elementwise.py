@@ -12,6 +12,8 @@ from amkspec.ir import InstructionKind as K
 from amkspec.semantics import OpError
 from tests.semantics.helpers import DTYPES, close, rand, run
 
+pytestmark = pytest.mark.numerics
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rmsnorm(dtype: torch.dtype) -> None:

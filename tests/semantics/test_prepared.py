@@ -14,6 +14,8 @@ from amkspec.ir import InstructionKind
 from amkspec.semantics import OP_SEMANTICS, OpError
 from amkspec.semantics.prepared import prepare
 
+pytestmark = pytest.mark.numerics
+
 K = InstructionKind
 dims = st.integers(1, 5)
 

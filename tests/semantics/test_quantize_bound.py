@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from amkspec.ir import DType
 from amkspec.semantics import dequantize, quantize
 
+pytestmark = pytest.mark.numerics
+
 F16_MAX = float(torch.finfo(torch.float16).max)
 
 

@@ -45,11 +45,12 @@ def test_explain_writes_a_report_that_shows_the_race(tmp_path: Path) -> None:
 
 def test_explain_picks_a_finding_and_refuses_what_does_not_exist(tmp_path: Path) -> None:
     src = str(EXAMPLES / "rejected_partial_join.json")
-    code, _, err = run("explain", src, "--svg", str(tmp_path / "a.svg"), "--finding", "2")
-    assert code == 2 and "no finding 2" in err and err.count("\n") == 1
-    code, _, err = run("explain", str(EXAMPLES / "spec_example.json"), "--svg", str(tmp_path / "b.svg"))
-    assert code == 2 and "no witnessed finding" in err
-    assert not (tmp_path / "b.svg").exists()
+    html = tmp_path / "a.html"
+    svg = str(tmp_path / "a.svg")
+    code, _, err = run("explain", src, "--svg", svg, "--finding", "2", "--html", str(html))
+    assert code == 2 and err.count("\n") == 1
+    assert "there is no finding 2: findings are numbered from 1 and the program has 1 finding" in err
+    assert not html.exists() and not (tmp_path / "a.svg").exists()  # refused before writing anything
 
 
 def test_an_accepted_program_gets_a_report_with_its_graph(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from amkspec.smt.witness import annotate
 from amkspec.strategies import arbitrary_programs
 from amkspec.viz.layout import MAX_GRAPH_TASKS, graph_scene
 from amkspec.viz.program import index_program
-from amkspec.viz.scene import MAX_TASKS, named_tasks, timeline_scene, witness_tasks
+from amkspec.viz.scene import MAX_TASKS, named_tasks, timeline_scene, wait_cycle, witness_tasks
 from tests.conftest import EXAMPLES as EXAMPLES_DIR
 from tests.viz.helpers import explained, race_witness
 
@@ -128,3 +128,22 @@ def test_deep_graphs_run_top_down_and_shallow_ones_left_to_right() -> None:
         for a, b in dependency_edges(prog):
             (ax, ay), (bx, by) = g.at(a), g.at(b)
             assert (ay > by) if down else (ax < bx), (name, a, b)
+
+
+def test_a_stuck_state_shows_its_wait_cycle_edge_by_edge() -> None:
+    """Each edge holds back the next task (a producer of an unmet wait, or the SM queue); a stuck
+    state without a cycle (a threshold no producer count reaches) has none, and says nothing of one."""
+    expected = {
+        "cycle": [(0, 1, "c0"), (1, 0, "c1")],
+        "SM-queue deadlock": [(0, 1, "SM queue"), (1, 2, "c1"), (2, 0, "c0")],
+    }
+    for title, edges in expected.items():
+        prog, finding = explained(title)
+        ix = index_program(prog)
+        assert [(e.src, e.dst, e.via) for e in wait_cycle(ix, finding["witness"])] == edges
+        scene = timeline_scene(ix, finding["witness"])
+        assert scene.title.startswith("deadlock: wait cycle ")
+        assert [lane.task for lane in scene.lanes][: len(edges)] == [src for src, _, _ in edges]
+    prog, finding = explained("unsatisfiable threshold")
+    assert wait_cycle(index_program(prog), finding["witness"]) == []
+    assert "cycle" not in timeline_scene(index_program(prog), finding["witness"]).title

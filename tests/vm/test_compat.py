@@ -16,6 +16,8 @@ from amkspec.ir import MegakernelProgram, load, loads
 from amkspec.vm import ReferenceVM, SeededRandom
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.numerics
+
 TOL = 1e-5
 KV = ("L0.kcache", "L0.vcache")
 Data = tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]

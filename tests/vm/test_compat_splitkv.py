@@ -3,12 +3,15 @@ the eager model given the same KV history (OPS_FACTS §9.4, §11)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from amkspec.ir import InstructionKind, load
 from amkspec.models import TOY_2L, EagerDecoder, compare_logits, make_weights
 from amkspec.vm import ReferenceVM, SeededRandom
 from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.numerics
 
 
 def test_split_kv_program_of_the_original_matches_eager() -> None:

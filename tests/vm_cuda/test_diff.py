@@ -25,6 +25,8 @@ from tests.vm_cuda.operands import operands
 from vm_cuda import MegakernelVM
 from vm_cuda.compare import compare_outputs
 
+pytestmark = pytest.mark.numerics
+
 
 def _kv(program: MegakernelProgram, out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {b.name: out[b.name] for b in program.buffers if b.kind is BufferKind.KV_CACHE}

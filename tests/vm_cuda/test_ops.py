@@ -23,6 +23,8 @@ from amkspec.vm import ReferenceVM
 from vm_cuda import KernelFault, MegakernelVM
 from vm_cuda.compare import tolerance
 
+pytestmark = pytest.mark.numerics
+
 K = InstructionKind
 BK = BufferKind
 FLOATS = (DType.F32, DType.F16, DType.BF16)
@@ -119,8 +121,10 @@ def tiled(
     tiles: Sequence[tuple[int, int]],
     threads: int,
     unvalidated: bool = False,
+    variant: str = "release",
 ) -> None:
-    """Column tiles ``(n_off, N_tile)`` of one output, sharing one counter, on both VMs."""
+    """Column tiles ``(n_off, N_tile)`` of one output, sharing one counter, on both VMs (``variant``:
+    the CPU build's)."""
     prog, weights, inputs, kv = build(
         op, ins, [result], {**params, "n_off": tiles[0][0], "N_tile": tiles[0][1]}
     )
@@ -137,7 +141,9 @@ def tiled(
         )
     prog = b.build()
     ref = ReferenceVM(prog, _unsafe_skip_validation=unvalidated).run(clone(weights), clone(inputs), clone(kv))
-    vm = MegakernelVM(prog, backend="cpu", threads_per_block=threads, _unsafe_skip_validation=unvalidated)
+    vm = MegakernelVM(
+        prog, backend="cpu", threads_per_block=threads, variant=variant, _unsafe_skip_validation=unvalidated
+    )
     compare(vm.run(weights, inputs, clone(kv)), ref, exact=False)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +21,8 @@ from amkspec.semantics import quantize
 from amkspec.vm import ReferenceVM
 from tests.vm_cuda.test_ops import FLOATS, Operand, build, check, clone, compare, data, gen, inp, out
 from vm_cuda import MegakernelVM
+
+pytestmark = pytest.mark.numerics
 
 K = InstructionKind
 BK = BufferKind

@@ -36,7 +36,7 @@
 #define AMK_FAULT_SHAPE 4   /* shapes that do not fit the op (the reference raises) */
 #define AMK_FAULT_PARAM 5   /* a required param is absent, or a param value is unusable */
 #define AMK_FAULT_INDEX 6   /* an index read from data is out of range (EMBED ids) */
-#define AMK_FAULT_LAUNCH 7  /* blockDim.x > AMK_OP_MAX_THREADS */
+#define AMK_FAULT_LAUNCH 7  /* blockDim.x > AMK_OP_MAX_THREADS (or, on a GPU, not whole warps) */
 #define AMK_FAULT_RECIPE 8  /* a FUSED step table outside the instruction table */
 
 /* The instruction being executed and what it may touch (interface: mk-interface.md). */
@@ -204,6 +204,70 @@ AMK_DEV float amk_param_f(const amk_instruction_t* ins, int bit, float dflt) {
   if (!amk_has(ins, bit)) return dflt;
   const amk_params_t& p = ins->params;
   return bit == AMK_P_EPS ? p.eps : (bit == AMK_P_SCALE ? p.scale : p.theta);
+}
+
+/* ---------------------------------------------------------------- warps and wide loads */
+
+#define AMK_WARP 32
+
+/* warp of the calling thread, its lane, and the warps of the block (a GPU block is a whole number
+ * of warps: O503; the CPU build's last warp may be partial) */
+AMK_DEV int amk_warp_id() { return static_cast<int>(threadIdx.x) / AMK_WARP; }
+AMK_DEV int amk_lane() { return static_cast<int>(threadIdx.x) % AMK_WARP; }
+AMK_DEV int amk_warps() { return (static_cast<int>(blockDim.x) + AMK_WARP - 1) / AMK_WARP; }
+AMK_DEV int amk_warp_lanes() {
+  const int left = static_cast<int>(blockDim.x) - amk_warp_id() * AMK_WARP;
+  return left < AMK_WARP ? left : AMK_WARP;
+}
+
+/* sum over the warp, returned to every lane; every lane of the warp must call it */
+AMK_DEV float amk_warp_sum(float v) {
+#ifdef __CUDACC__
+  for (int off = AMK_WARP / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+#else
+  return amk_host_warp_sum(v);
+#endif
+}
+
+/* 16 bytes of read-only data (weights: never written while the kernel runs) in one load:
+ * LDG.E.128 through the non-coherent path on the GPU. `p` is 16-byte aligned. */
+#ifdef __CUDACC__
+typedef uint4 amk_u128;
+/* volatile: consecutive loads stay in program order, all issued before the first use (in flight) */
+AMK_DEV amk_u128 amk_ld128(const unsigned char* p) {
+  amk_u128 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+#else
+struct alignas(16) amk_u128 {
+  uint32_t x, y, z, w;
+};
+inline amk_u128 amk_ld128(const unsigned char* p) {
+  amk_u128 v;
+  memcpy(&v, p, 16);
+  return v;
+}
+#endif
+
+/* 4 floats of the block's shared scratch (ctx.smem) in one load, `p` 16-byte aligned: LDS.128
+ * on the GPU (the scratch pointer reaches the ops as a generic pointer; this names its space).
+ * The "memory" clobber keeps it after the barrier that published the data. */
+struct amk_f4 {
+  float x, y, z, w;
+};
+AMK_DEV amk_f4 amk_lds128(const float* p) {
+  amk_f4 v;
+#ifdef __CUDACC__
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p)))
+               : "memory");
+#else
+  memcpy(&v, p, 16);
+#endif
+  return v;
 }
 
 /* thread-strided loop bounds */

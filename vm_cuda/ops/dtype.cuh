@@ -23,7 +23,9 @@ AMK_DEV uint32_t amk_f2u(float f) {
 }
 
 AMK_DEV bool amk_isnan(float f) { return (amk_f2u(f) & 0x7fffffffu) > 0x7f800000u; }
+AMK_DEV bool amk_isfinite(float f) { return (amk_f2u(f) & 0x7fffffffu) < 0x7f800000u; }
 AMK_DEV float amk_inf() { return amk_u2f(0x7f800000u); }
+AMK_DEV float amk_nan() { return amk_u2f(0x7fc00000u); }
 
 /* ---------------------------------------------------------------- half / bfloat16 */
 
@@ -117,14 +119,12 @@ AMK_DEV uint8_t amk_f32_to_e5m2(float f) {
 
 /* ---------------------------------------------------------------- integers */
 
-/* Float -> integer, as the ReferenceVM's torch converts on x86-64 (C++ leaves an out-of-range
- * conversion undefined; torch's kernels compile to cvttss2si / cvttsd2si, whose "integer
- * indefinite" result is the minimum of the intermediate type):
+/* Float -> integer, the spec's rule (§7.10 edge values; amkspec.semantics.edges.to_integer):
  *   truncate toward zero; NaN, ±inf or a result outside the intermediate type gives its minimum;
  *   I32 and I8 go through int32, U8 and int64 values (ids, positions) through int64;
  *   I8 and U8 then keep the low 8 bits (wrap).
  * So NaN, ±inf and every out-of-range value store INT32_MIN into an I32 and 0 into an I8 or U8
- * (a float32 of magnitude >= 2^31 is a multiple of 256). docs/differences/device-ops.md. */
+ * (a float32 of magnitude >= 2^31 is a multiple of 256). Every C++ conversion below is in range. */
 AMK_DEV int32_t amk_cvt_i32(double v) {
   if (!(v > -2147483649.0 && v < 2147483648.0)) return INT32_MIN;
   return static_cast<int32_t>(v);

@@ -8,7 +8,8 @@
 
 enum amk_binary { AMK_BIN_ADD, AMK_BIN_MUL, AMK_BIN_SILU_MUL };
 
-AMK_DEV float amk_silu(float g) { return g / (1.0f + expf(-g)); }
+/* SiLU g · sigmoid(g), with its limits (§7.10 edge values): +inf at +inf, 0 at −inf, NaN at NaN */
+AMK_DEV float amk_silu(float g) { return g == -amk_inf() ? 0.0f : g / (1.0f + expf(-g)); }
 
 AMK_DEV int amk_binary_op(const amk_op_ctx& c, amk_binary op) {
   amk_view a, b, out;
@@ -31,11 +32,10 @@ AMK_DEV int amk_binary_op(const amk_op_ctx& c, amk_binary op) {
 AMK_OP_FN int amk_op_silu_mul(const amk_op_ctx& c) { return amk_binary_op(c, AMK_BIN_SILU_MUL); }
 AMK_OP_FN int amk_op_add(const amk_op_ctx& c) { return amk_binary_op(c, AMK_BIN_ADD); }
 
-/* GELU, exact erf form x·0.5·(1 + erf(x/√2)), as the ReferenceVM's F.gelu gives it: torch's
- * vectorised kernel (every input of two or more elements) returns NaN for +inf, its scalar
- * path (a one-element input) +inf; -inf and NaN give NaN on both. docs/differences/device-ops.md */
-AMK_DEV float amk_gelu(float x, int64_t n_in) {
-  if (x == amk_inf() && n_in > 1) return amk_u2f(0x7fc00000u);
+/* GELU, exact erf form x·0.5·(1 + erf(x/√2)), with its limits (§7.10 edge values): +inf at +inf,
+ * 0 at −inf, NaN at NaN */
+AMK_DEV float amk_gelu(float x) {
+  if (x == -amk_inf()) return 0.0f;
   return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
 }
 
@@ -50,7 +50,7 @@ AMK_DEV int amk_unary_op(const amk_op_ctx& c, bool gelu) {
   const float scale = amk_param_f(c.ins, AMK_P_SCALE, 1.0f);
   AMK_FOR_THREADS(i, out.n) {
     float x = amk_ld(a, amk_value_index(map, i));
-    amk_st(out, i, gelu ? amk_gelu(x, a.n) : x * scale);
+    amk_st(out, i, gelu ? amk_gelu(x) : x * scale);
   }
   return 0;
 }

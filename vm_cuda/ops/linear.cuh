@@ -104,14 +104,24 @@ AMK_DEV int amk_tile_setup(const amk_op_ctx& c, amk_tile* t) {
   return 0;
 }
 
-/* GEMV_TILE / GEMM_TILE. Many (row, column) pairs: one thread per pair. Few (decode): groups of
+#include "gemv.cuh"
+
+/* GEMV_TILE / GEMM_TILE. Up to AMK_GEMV_MAX_ROWS rows of x: one warp per column (gemv.cuh). Else, many (row, column) pairs: one thread per pair. Few (decode): groups of
  * g threads (g ≥ a warp where the block allows, so consecutive threads read consecutive weights)
  * split K for one pair and sum their partials in a fixed order; the groups take the pairs in
  * passes. */
+AMK_DEV int amk_linear_pairs(const amk_op_ctx& c, const amk_tile& t);
+
 AMK_OP_FN int amk_op_linear_tile(const amk_op_ctx& c) {
   amk_tile t;
   int f = amk_tile_setup(c, &t);
   if (f) return f;
+  if (amk_gemv_fast(c, t)) return 0;
+  return amk_linear_pairs(c, t);
+}
+
+/* the general tile loop (see amk_op_linear_tile) */
+AMK_DEV int amk_linear_pairs(const amk_op_ctx& c, const amk_tile& t) {
   const int64_t pairs = t.x_rows * t.n_tile;
   const int64_t nt = blockDim.x;
   if (pairs >= nt) {

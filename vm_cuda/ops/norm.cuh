@@ -5,7 +5,8 @@
 
 #include "reduce.cuh"
 
-/* RMSNORM: r = rsqrt(mean(x², last dim) + eps); value = (x · r) · w (broadcast), then cast */
+/* RMSNORM: r = rsqrt(mean(x², last dim) + eps); value = (x · r) · w (broadcast), then cast;
+ * a row whose mean of squares is not finite is NaN (§7.10 edge values) */
 AMK_OP_FN int amk_op_rmsnorm(const amk_op_ctx& c) {
   amk_view x, w, out;
   int f = amk_input(c, 0, &x);
@@ -27,7 +28,10 @@ AMK_OP_FN int amk_op_rmsnorm(const amk_op_ctx& c) {
       float v = amk_ld(x, row * h + j);
       return v * v;
     });
-    AMK_FOR_THREADS(k, nr) { r[k] = 1.0f / sqrtf(r[k] / static_cast<float>(h) + eps); }
+    AMK_FOR_THREADS(k, nr) {
+      const float ms = r[k] / static_cast<float>(h);
+      r[k] = amk_isfinite(ms) ? 1.0f / sqrtf(ms + eps) : amk_nan();
+    }
     __syncthreads();
     AMK_FOR_THREADS(i, out.n) {
       int64_t vi = amk_value_index(map, i);
@@ -42,7 +46,8 @@ AMK_OP_FN int amk_op_rmsnorm(const amk_op_ctx& c) {
   return 0;
 }
 
-/* LAYERNORM: (x − mean) / sqrt(var + eps) · w (+ b), biased variance, over `hidden` */
+/* LAYERNORM: (x − mean) / sqrt(var + eps) · w (+ b), biased variance, over `hidden`; a row whose
+ * mean or variance is not finite is NaN (§7.10 edge values) */
 AMK_OP_FN int amk_op_layernorm(const amk_op_ctx& c) {
   amk_view x{}, w{}, b{}, out{};  /* b is read only when present: initialised for -Wmaybe-uninitialized */
   int f = amk_input(c, 0, &x);
@@ -71,7 +76,10 @@ AMK_OP_FN int amk_op_layernorm(const amk_op_ctx& c) {
       float d = amk_ld(x, row * h + j) - mean[row - r0];
       return d * d;
     });
-    AMK_FOR_THREADS(k, nr) { rstd[k] = 1.0f / sqrtf(rstd[k] / static_cast<float>(h) + eps); }
+    AMK_FOR_THREADS(k, nr) {
+      const float var = rstd[k] / static_cast<float>(h);
+      rstd[k] = amk_isfinite(var) ? 1.0f / sqrtf(var + eps) : amk_nan();
+    }
     __syncthreads();
     AMK_FOR_THREADS(i, out.n) {
       int64_t xo = amk_value_index(map, i);

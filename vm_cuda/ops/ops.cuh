@@ -5,7 +5,7 @@
  * Numerics mirror amkspec.semantics (what the ReferenceVM runs); one header per family:
  *   movement.cuh    NOP, COPY, EMBED, KV_APPEND
  *   norm.cuh        RMSNORM, LAYERNORM
- *   linear.cuh      GEMV_TILE, GEMM_TILE (fp and int4/int8 weight-only)
+ *   linear.cuh      GEMV_TILE, GEMM_TILE (fp and int4/int8 weight-only; gemv.cuh: the warp-per-column path)
  *   attention.cuh   ATTENTION_TILE, ATTENTION_COMBINE, ROPE
  *   elementwise.cuh SILU_MUL, GELU, ADD, MUL, SOFTMAX, ALLREDUCE_SHARD, SAMPLE_ARGMAX
  *   quant.cuh       DEQUANT (and the dequantization GEMV uses)
@@ -54,6 +54,9 @@ AMK_DEV int amk_dispatch_primitive(const amk_op_ctx& c) {
 AMK_DEV int amk_dispatch(const amk_op_ctx& c) {
   if (blockDim.x > AMK_OP_MAX_THREADS || c.smem == nullptr || c.smem_bytes < AMK_OP_SMEM_BYTES)
     return AMK_FAULT_LAUNCH;
+#ifdef __CUDACC__
+  if (blockDim.x % AMK_WARP) return AMK_FAULT_LAUNCH; /* the warp paths need whole warps (O503) */
+#endif
   return c.ins->op == AMK_OP_FUSED ? amk_op_fused(c) : amk_dispatch_primitive(c);
 }
 
