@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,22 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="session")
+def ray_address() -> Iterator[str]:
+    """One local Ray instance with 2 CPUs for every Ray test of the session (its start-up costs
+    seconds), shut down at the end so that no Ray process outlives the suite. Executors made while
+    it runs use it; a subprocess joins it with ``--address``."""
+    import logging
+
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
 
 
 REQUIRE_GPU = "AMK_REQUIRE_GPU"

@@ -20,9 +20,9 @@ def _blocks(lang: str = "") -> list[str]:
 
 def test_command_1_installs_every_extra_the_command_table_needs() -> None:
     (extras,) = re.findall(r"-e '\.\[([a-z,]+)\]' && amkspec demo", _blocks()[0])
-    needed = set(EXTRA_OF_MODULE.values()) - {"cuda"}  # a GPU's extra: the table says to add it
+    needed = set(EXTRA_OF_MODULE.values()) - {"cuda", "ray"}  # a GPU's, a cluster's: the table adds them
     assert needed <= set(extras.split(",")), needed - set(extras.split(","))
-    assert "pip install '.[cuda]'" in README
+    assert "pip install '.[cuda]'" in README and "pip install '.[ray]'" in README
 
 
 def test_command_2_is_what_ci_runs_and_repeats_the_numerics_on_the_default_cpu_path() -> None:

@@ -16,5 +16,6 @@ from amkspec.cli import vm_cmd  # registers its commands on main
 from amkspec.cli import validate_cmd  # registers its commands on main
 from amkspec.cli import conformance_cmd  # registers its commands on main
 from amkspec.cli import search_cmd  # registers its commands on main
+from amkspec.cli import exhaustive_cmd  # registers its commands on main
 
 __all__ = ["main"]

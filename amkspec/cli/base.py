@@ -154,7 +154,7 @@ def _flush_at_exit(exc: SystemExit) -> None:
 
 EXTRA_OF_MODULE = {
     "torch": "vm", "numpy": "vm", "safetensors": "vm", "z3": "smt", "matplotlib": "viz",
-    "tqdm": "search", "pycuda": "cuda", "gguf": "models", "tokenizers": "models",
+    "tqdm": "search", "pycuda": "cuda", "ray": "ray", "gguf": "models", "tokenizers": "models",
 }
 """The optional extra (pyproject.toml) that provides each third-party module a command may import."""
 
@@ -172,8 +172,8 @@ def describe(exc: BaseException) -> tuple[str, int]:
     extra = missing_extra(exc)
     if extra is not None:
         return f"this command needs the {extra} extra (pip install 'amkspec[{extra}]'): {exc}", EXIT_UNUSABLE
-    if isinstance(exc, click.ClickException):
-        return f"{exc.format_message()} (see 'amkspec --help')", exc.exit_code
+    if isinstance(exc, click.ClickException):  # click lays choices out on lines: one line here
+        return f"{' '.join(exc.format_message().split())} (see 'amkspec --help')", exc.exit_code
     if isinstance(exc, (KeyboardInterrupt, click.Abort)):
         return INTERRUPTED, EXIT_INTERRUPTED
     if isinstance(exc, _StdoutError):

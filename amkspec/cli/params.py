@@ -51,3 +51,21 @@ TIMEOUT = Timeout()
 
 VM_TIMEOUT = Timeout(3600)
 """``--timeout`` of the megakernel VMs' watchdog (``evaluate``, ``search``): at most an hour."""
+
+
+def executor_options(func: Any) -> Any:
+    """``--executor serial|local|ray``, ``--workers N`` and ``--address ADDR`` ("Running at scale")."""
+    from amkspec.executors import EXECUTORS
+
+    options = [
+        click.option("--executor", type=click.Choice(EXECUTORS), default="serial", show_default=True,
+                     help="Where the jobs run: this process, a local process pool, or Ray."),
+        click.option("--workers", type=click.IntRange(1, 4096), default=None,
+                     help="Parallel workers (local: processes, default the CPU count; ray: the CPUs of a "
+                          "local Ray, or the jobs in flight on a cluster)."),
+        click.option("--address", default=None, metavar="ADDR",
+                     help="Join the Ray cluster at ADDR (host:port, or 'auto'), instead of starting one."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func

@@ -1,9 +1,9 @@
 """``amkspec evaluate``, ``search`` and ``propose``: the Loop-2 schedule commands (spec §5).
 
 ``evaluate`` prints only the JSON verdict on stdout (exit 0 valid and correct, 1 otherwise, 2
-unusable input); ``search`` prints a JSON summary on stdout and its progress on stderr (a bar on
-a terminal, one line per trial otherwise); ``propose`` prints the knob space with the target's
-caps filled in.
+unusable input); ``search`` prints a one-line summary on stdout (``--json``: the whole summary)
+and its progress on stderr (a bar on a terminal, one line per trial otherwise); ``propose`` prints
+the knob space with the target's caps filled in.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ import click
 from amkspec.cli.base import clean_errors, echo_json, fail, main
 from amkspec.cli.files import read_json_file
 from amkspec.cli.model_arg import model_argument, model_label
-from amkspec.cli.params import SEED, SHARE, VM_TIMEOUT
+from amkspec.cli.params import SEED, SHARE, VM_TIMEOUT, executor_options
 from amkspec.cli.run_cmd import VM_CHOICE
 from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
 from amkspec.ir import TARGETS
 
 TARGET_NAMES = click.Choice(sorted(TARGETS))
+ROUND_HELP = "4"
+"""``--round``'s default as ``--help`` shows it: :data:`amkspec.search.loop.ROUND_SIZE` (which imports
+torch, so the CLI does not read it at start-up; a test keeps the two equal)."""
 
 
 def load_lowering(spec: str | None) -> Any:
@@ -106,11 +109,13 @@ def propose_cmd(model: str | Path, target: str) -> None:
 
 
 class _Progress:
-    """A tqdm bar on a terminal, otherwise one plain line per trial (both on stderr)."""
+    """A tqdm bar on a terminal, otherwise one plain line per trial (both on stderr). Trials are
+    numbered as in ``results.tsv`` and the JSON (trial 0 is the default config)."""
 
     def __init__(self, total: int, done: int, quiet: bool) -> None:
         self.quiet = quiet
         self.total = total
+        self.done = done
         self.bar: Any = None
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm
@@ -118,19 +123,36 @@ class _Progress:
             self.bar = tqdm(total=total, initial=done, unit="trial", file=sys.stderr, dynamic_ncols=True)
 
     def __call__(self, trial: Any, incumbent: Any) -> None:
+        self.done += 1
         best = incumbent.verdict.latency_us if incumbent is not None else None
         if self.bar is not None:
-            self.bar.set_postfix_str(f"best {best} us, last {trial.status}")
+            self.bar.set_postfix_str(f"best {best} us, trial {trial.trial} {trial.status}")
             self.bar.update(1)
         elif not self.quiet:
             lat = trial.verdict.latency_us
-            click.echo(f"trial {trial.trial + 1}/{self.total} {trial.verdict.schedule_id} {trial.status:<8} "
-                       f"{'-' if lat is None else f'{lat} us'} ({trial.source} {trial.knob}); best {best} us",
-                       err=True)
+            click.echo(f"trial {trial.trial} {trial.verdict.schedule_id} {trial.status:<8} "
+                       f"{'-' if lat is None else f'{lat} us'} ({trial.source} {trial.knob}); best {best} us "
+                       f"[{self.done} of {self.total} done]", err=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def summary_line(result: Any, model: str, target: str) -> str:
+    """The one-line summary ``search`` prints on stdout (``--json``: the whole document)."""
+    doc = result.summary()
+    counts = ", ".join(f"{n} {status}" for status, n in doc["statuses"].items())
+    head = f"search {model} on {target}: {doc['trials']} trials ({counts})"
+    best = result.incumbent
+    if best is None:
+        found = "no correct config with a latency"
+    else:
+        v = best.verdict
+        gain = doc["improvement_pct"]
+        found = (f"incumbent trial {best.trial} {v.schedule_id}, {v.latency_us} us {v.latency_kind}"
+                 + ("" if best.trial == 0 or gain is None else f", {gain}% faster than the default"))
+    return f"{head}; {found}; {doc['cache_hits']} cache hits; results in {result.out_dir / 'results.tsv'}"
 
 
 @main.command("search")
@@ -145,40 +167,52 @@ class _Progress:
               help="Share of explore trials that probe the edge of a knob's feasible range.")
 @click.option("--beam", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Exploit parents: the K best correct configs (1: the incumbent).")
+@click.option("--round", "round_size", type=click.IntRange(1, 4096), default=None, show_default=ROUND_HELP,
+              help="Trials proposed together from the rounds before (judged in parallel); part of the "
+                   "search's identity, unlike --executor and --workers.")
 @click.option("--vm", type=VM_CHOICE, default="reference", show_default=True)
 @click.option("--timeout", "timeout_s", type=VM_TIMEOUT, default=10.0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Run directory (default: search-MODEL-TARGET).")
-@click.option("--resume", is_flag=True, help="Continue the run saved in --out.")
+@click.option("--resume", is_flag=True, help="Continue the run saved in --out (which must hold one).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Draw the trials into this PNG.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole summary as JSON (default: one line).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
+@executor_options
 @lowering_option
 @clean_errors
 def search_cmd(model: str | Path, target: str, budget: int, seed: int, explore: float, probe: float,
-               beam: int,
-               vm: str, timeout_s: float, out_dir: str | None, resume: bool, plot_path: str | None,
-               quiet: bool, lowering_spec: str | None) -> None:
+               beam: int, round_size: int | None, vm: str, timeout_s: float, out_dir: str | None,
+               resume: bool, plot_path: str | None, as_json: bool, quiet: bool, executor: str,
+               workers: int | None, address: str | None, lowering_spec: str | None) -> None:
     """Search ScheduleConfigs: correctness first, then a strict 1% latency win (keep/revert).
 
-    Writes results.tsv, state.json, cache.json and witnesses/ into --out. Exit 0 when a correct
-    incumbent exists, 1 when none was found, 130 when interrupted (resume with --resume).
+    Writes results.tsv, state.json, cache.json and witnesses/ into --out. Each round's candidates
+    are judged on --executor; the trials do not depend on it. Exit 0 when a correct incumbent
+    exists, 1 when none was found, 130 when interrupted (resume with --resume).
     """
+    from amkspec.executors import make_executor
     from amkspec.search import Search, SearchOptions
 
-    out = Path(out_dir or f"search-{model_label(model)}-{target}")
-    options = SearchOptions(str(model), target, budget, seed, explore, beam, probe, vm)
+    label = model_label(model)
+    out = Path(out_dir or f"search-{label}-{target}")
+    rounds = {} if round_size is None else {"round_size": round_size}
+    options = SearchOptions(str(model), target, budget, seed, explore, beam, probe, vm, **rounds)
     run = Search(options, out, resume=resume, timeout_s=timeout_s, lowering=load_lowering(lowering_spec))
     progress = _Progress(budget, len(run.trials), quiet)
     try:
-        result = run.run(progress)
+        with make_executor(executor, workers, address, gpus_per_job=1 if vm == "cuda" else 0) as pool:
+            result = run.run(progress, pool)
     finally:
         progress.close()
     if plot_path:
         from amkspec.search.plot import plot_trials
 
-        title = f"amkspec search {model_label(model)} --target {target} (seed {seed})"
-        plot_trials(result.trials, plot_path, title)
-    echo_json(result.summary())
+        plot_trials(result.trials, plot_path, f"amkspec search {label} --target {target} (seed {seed})")
+    if as_json:
+        echo_json(result.summary())
+    else:
+        click.echo(summary_line(result, label, target))
     if result.interrupted:
         click.echo(f"amkspec: interrupted after {len(result.trials)} trials; continue with --resume "
                    f"--out {out}", err=True)

@@ -153,6 +153,9 @@ def _schedule_id(config: object) -> str:
         return UNHASHABLE_ID
 
 
+INTERNAL = "an unexpected error, reported instead of raised"
+"""The note of an internal error's verdict."""
+
 UNHASHABLE_ID = "sch_unhashable"
 """The schedule id of a config whose canonical form cannot be computed (an internal error's verdict)."""
 
@@ -203,14 +206,24 @@ class Evaluator:
     def reject(self, sid: str, rejection: Rejection, reason: str, note: str, failure: str = "rejected",
                **sizes: Any) -> Verdict:
         """A rejection verdict; its counterexample is written when a witness directory is set."""
-        witness, notes = None, [note]
-        if self.witness_dir is not None:
-            try:
-                witness = write_rejection(self.witness_dir, rejection)
-            except OSError as exc:  # the verdict stands without its file
-                notes.append(f"the counterexample could not be written: {describe(exc)}")
-        return Verdict(valid=False, rejected_reason=reason, rejected_codes=rejection.codes, witness=witness,
-                       failure=failure, notes=tuple(notes), **self._base(sid), **sizes)
+        return self.attach(self._rejected(sid, rejection, reason, note, failure, **sizes), rejection)
+
+    def _rejected(self, sid: str, rejection: Rejection, reason: str, note: str, failure: str = "rejected",
+                  **sizes: Any) -> Verdict:
+        return Verdict(valid=False, rejected_reason=reason, rejected_codes=rejection.codes, failure=failure,
+                       notes=(note,), **self._base(sid), **sizes)
+
+    def attach(self, verdict: Verdict, rejection: Rejection | None) -> Verdict:
+        """``verdict`` naming the counterexample file of ``rejection``, written into the witness
+        directory (if set) unless a file of that rejection's key is there already."""
+        if rejection is None or self.witness_dir is None:
+            return verdict
+        try:
+            witness = write_rejection(self.witness_dir, rejection)
+        except OSError as exc:  # the verdict stands without its file
+            return attrs.evolve(verdict, notes=(*verdict.notes, "the counterexample could not be "
+                                                f"written: {describe(exc)}"))
+        return attrs.evolve(verdict, witness=witness)
 
     def prepare(self, config: ScheduleConfig | Mapping[str, Any] | None) -> Prepared | Verdict:
         """Check the knobs and lower: a :class:`Prepared` program, or a rejection verdict."""
@@ -237,9 +250,13 @@ class Evaluator:
             prepared = self.prepare(config)
             return prepared if isinstance(prepared, Verdict) else self.finish(prepared)
         except Exception as exc:  # noqa: BLE001 - the boundary: an internal error is still a verdict
-            return Verdict(valid=False, rejected_reason=f"internal error: {describe(exc)}", failure="error",
-                           notes=("an unexpected error, reported instead of raised",),
-                           **self._base(_schedule_id(config)))
+            return self.error(_schedule_id(config), describe(exc), INTERNAL)
+
+    def error(self, sid: str, reason: str, note: str, **sizes: Any) -> Verdict:
+        """The verdict of an evaluation that failed for a reason outside the schedule (failure
+        ``error``, never cached): an internal error, or a search's worker that died."""
+        return Verdict(valid=False, rejected_reason=f"internal error: {reason}", failure="error",
+                       notes=(note,), **self._base(sid), **sizes)
 
     __call__ = evaluate
 
@@ -251,6 +268,11 @@ class Evaluator:
 
     def finish(self, p: Prepared) -> Verdict:
         """Validate, run, compare with eager and attach the latency of a lowered config."""
+        return self.attach(*self.judge(p))
+
+    def judge(self, p: Prepared) -> tuple[Verdict, Rejection | None]:
+        """:meth:`finish` without writing: the verdict (no ``witness`` yet) and, for a program
+        ``validate()`` rejected, its :class:`Rejection` (what a search's workers return)."""
         from amkspec.proofs import validate
 
         sizes = self._sizes(p.program)
@@ -259,9 +281,9 @@ class Evaluator:
             errors = [d for d in result.diagnostics if d.severity.name == "ERROR"]
             reason = "; ".join(f"{d.code} {d.message}" for d in errors[:4])
             rejection = Rejection.from_program(p.schedule_id, p.config, p.program, errors)
-            return self.reject(p.schedule_id, rejection, reason,
-                               "validate() rejected the lowered program, it never launches", **sizes)
-        return self._run(p, sizes)
+            note = "validate() rejected the lowered program, it never launches"
+            return self._rejected(p.schedule_id, rejection, reason, note, **sizes), rejection
+        return self._run(p, sizes), None
 
     def reference(self) -> tuple[dict[str, Any], Any]:
         """The model's weights and the eager logits of the probe token at position 0."""

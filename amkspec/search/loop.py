@@ -11,14 +11,23 @@ beam (the ``beam`` best correct configs; with 1, the incumbent) changes. Keep/re
   (:func:`amkspec.lower.knobs.complexity`);
 - every trial is a row of ``results.tsv``; a failing trial never stops the run.
 
-A trial's proposal depends only on the seed, its number and the beam, and the state is written
-atomically after every trial, so an interrupted search resumed with the same options (the
-lowering, runner and timeout included) reaches the same trials, row for row, as an uninterrupted
-one. Verdicts come from a :class:`ScheduleCache` when the lowered program is byte-identical, so no
-schedule is evaluated twice. A trial is written in the order ``state.json``, ``results.tsv``,
-``cache.json``: a trial whose state was not saved left no cache entry behind, and a resume rewrites
-the results and restores the cache entries of the saved trials, so a stop between any two writes
-changes nothing.
+**Rounds.** Trials come in rounds of ``round_size`` (0..R-1, R..2R-1, …). Every proposal of a
+round is drawn from the trials of the rounds before it (the beam) with a generator seeded by the
+seed and the trial's number, avoiding the schedules of every earlier trial and earlier proposal;
+the round's lowered candidates are then judged together on an executor
+(:mod:`amkspec.executors`), and decided and recorded in trial order. So the trials are a function
+of the options alone (``round_size`` among them), never of the executor, its workers or the order in
+which verdicts arrive: a serial run and a Ray run write the same ``results.tsv``, cache and incumbent.
+Lowering, the cache and its program-hash guard, the keep/revert decision and every file stay on
+the driver; workers only validate, run and compare (:mod:`amkspec.search.jobs`).
+
+The state is written atomically after every trial, so an interrupted search resumed with the same
+options (the lowering, runner and timeout included) reaches the same trials, row for row, as an
+uninterrupted one. Verdicts come from a :class:`ScheduleCache` when the lowered program is
+byte-identical, so no schedule is evaluated twice. A trial is written in the order ``state.json``,
+``results.tsv``, ``cache.json``: a trial whose state was not saved left no cache entry behind, and a
+resume rewrites the results and restores the cache entries of the saved trials, so a stop between
+any two writes changes nothing.
 """
 
 from __future__ import annotations
@@ -33,10 +42,12 @@ from typing import Any
 
 import attrs
 
+from amkspec.executors import Executor, Failed
 from amkspec.lower import knobs
 from amkspec.search.cache import ScheduleCache
 from amkspec.search.evaluate import Evaluator, Lowering, VmRunner, describe, plugin_name
 from amkspec.search.files import atomic_write
+from amkspec.search.jobs import EvaluatorSpec, Job, Outcome, forget, judge
 from amkspec.search.space import default_document, mutate, probe, random_config
 from amkspec.search.verdict import Verdict
 
@@ -44,6 +55,8 @@ WIN = 0.01
 """A candidate must be at least 1% faster to dethrone the incumbent (±1% is a tie)."""
 REDRAWS = 16
 """Proposals drawn per trial to find a schedule not evaluated yet."""
+ROUND_SIZE = 4
+"""Trials per round (``--round``): proposed together from the trials of the rounds before."""
 STATE, RESULTS, CACHE, WITNESSES = "state.json", "results.tsv", "cache.json", "witnesses"
 COLUMNS = ("trial", "schedule_id", "program_sha256", "valid", "correct", "latency_us", "latency_kind",
            "status", "source", "knob", "cached", "reason")
@@ -74,6 +87,7 @@ class SearchOptions:
     beam: int = 1
     probe: float = attrs.field(default=0.25, validator=_share)
     vm: str = "reference"
+    round_size: int = attrs.field(default=ROUND_SIZE, validator=attrs.validators.ge(1))
 
     def identity(self) -> dict[str, Any]:
         """These options less ``budget`` (:meth:`Search.identity` adds the lowering, runner, timeout)."""
@@ -207,6 +221,23 @@ class SearchResult:
 ProgressHook = Callable[[Trial, "Trial | None"], None]
 
 
+@attrs.define
+class _Candidate:
+    """A proposal of the current round on its way to becoming a trial."""
+
+    n: int
+    config: dict[str, Any]
+    source: str
+    knob: str
+    seconds: float = 0.0
+    verdict: Verdict | None = None
+    cached: bool = False
+    stale: bool = False
+    job: Job | None = None
+    same_as: int | None = None
+    """The earlier trial of this round with the same schedule: this one takes its verdict."""
+
+
 class Search:
     """One search run into ``out_dir`` (``state.json``, ``results.tsv``, ``cache.json``, ``witnesses/``)."""
 
@@ -219,6 +250,9 @@ class Search:
                         "timeout_s": timeout_s}
         self.evaluator = Evaluator(options.model, options.target, vm=options.vm, timeout_s=timeout_s,
                                    lowering=lowering, runner=runner, witness_dir=self.out / WITNESSES)
+        spec = EvaluatorSpec(self.evaluator.model, self.evaluator.target, options.vm, timeout_s, runner,
+                             self.evaluator.token)
+        self.spec, self.spec_key = spec, spec.key()
         self.cache = ScheduleCache(cache_path if cache_path is not None else self.out / CACHE)
         self.trials: list[Trial] = []
         self.incumbent: Trial | None = None
@@ -237,7 +271,8 @@ class Search:
     def _resume(self) -> None:
         path = self.out / STATE
         if not path.exists():
-            return
+            raise SearchStateError(f"{path}: nothing to resume (no saved search there); leave out --resume "
+                                   "to start one")
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
             if not (isinstance(doc, dict) and set(doc) == {"options", "trials"}
@@ -268,22 +303,32 @@ class Search:
         if t.status == "kept":
             self.incumbent = t
 
-    def beam(self) -> list[Trial]:
-        """The ``beam`` best correct trials (latency, then measured over predicted, then simplicity)."""
-        correct = [t for t in self.trials if t.verdict.correct and t.verdict.latency_us is not None]
+    def round_start(self, n: int) -> int:
+        """The first trial of trial ``n``'s round (rounds are ``round_size`` trials: 0..R-1, R..2R-1, …)."""
+        return n - n % self.options.round_size
+
+    def beam(self, history: list[Trial] | None = None) -> list[Trial]:
+        """The ``beam`` best correct trials of ``history`` (default: every trial so far) by latency,
+        then measured over predicted, then simplicity; with ``beam`` 1, the incumbent."""
+        history = self.trials if history is None else history
+        correct = [t for t in history if t.verdict.correct and t.verdict.latency_us is not None]
         correct.sort(key=lambda t: (_rank(t.verdict, t.config), t.trial))
         best = correct[: max(1, self.options.beam)]
-        return best if self.options.beam > 1 or self.incumbent is None else [self.incumbent]
+        incumbent = next((t for t in reversed(history) if t.status == "kept"), None)
+        return best if self.options.beam > 1 or incumbent is None else [incumbent]
 
-    def propose(self, n: int) -> tuple[dict[str, Any], str, str]:
-        """``(config, source, knob)`` of trial ``n``, avoiding schedules already evaluated."""
+    def propose(self, n: int, seen: set[str] | None = None) -> tuple[dict[str, Any], str, str]:
+        """``(config, source, knob)`` of trial ``n``: a function of the seed, ``n`` and the trials
+        before its round, avoiding the schedules in ``seen`` (default: those of every trial so far;
+        a round adds its own earlier proposals)."""
         if n == 0:
             return default_document(), "default", "-"
+        seen = self.seen if seen is None else seen
         rng = random.Random(f"amkspec-search/{self.options.seed}/{n}")
         target = self.evaluator.target
+        parents = self.beam(self.trials[: self.round_start(n)])
         proposal: tuple[dict[str, Any], str, str] = default_document(), "default", "-"
         for _ in range(REDRAWS):
-            parents = self.beam()
             if not parents or rng.random() < self.options.explore:
                 if rng.random() < self.options.probe:
                     base = parents[0].config if parents else default_document()
@@ -294,38 +339,81 @@ class Search:
             else:
                 doc, knob = mutate(rng, rng.choice(parents).config, target)
                 proposal = doc, "exploit", knob
-            if knobs.schedule_id(proposal[0]) not in self.seen:
+            if knobs.schedule_id(proposal[0]) not in seen:
                 break
         return proposal
 
-    def _verdict(self, config: dict[str, Any]) -> tuple[Verdict, bool]:
-        """The verdict of ``config`` and whether it came from the cache (stored by :meth:`step`)."""
+    def _candidate(self, n: int, round_ids: dict[str, int]) -> _Candidate:
+        """Propose trial ``n``, lower it and look it up in the cache (all on the driver)."""
+        started = time.perf_counter()
+        config, source, knob = self.propose(n, self.seen | set(round_ids))
+        c = _Candidate(n, config, source, knob)
+        sid = knobs.schedule_id(config)
+        if sid in round_ids:
+            c.same_as = round_ids[sid]
+            return c
+        round_ids[sid] = n
         ev = self.evaluator
         try:
             prepared = ev.prepare(config)
             if isinstance(prepared, Verdict):
-                return prepared, False
-            hit = self.cache.lookup(prepared.schedule_id, prepared.sha256, ev.context)
-            if hit is not None:
-                return hit, True
-            return ev.finish(prepared), False
+                c.verdict = prepared
+            else:
+                stale = self.cache.stale
+                c.verdict = self.cache.lookup(prepared.schedule_id, prepared.sha256, ev.context)
+                c.cached, c.stale = c.verdict is not None, self.cache.stale > stale
+                if c.verdict is None:
+                    c.job = Job(self.spec_key, self.spec, prepared)
         except Exception:  # noqa: BLE001 - evaluate()'s boundary: one failure never stops the run
-            return ev.evaluate(config), False
+            c.verdict, c.job = ev.evaluate(config), None
+        c.seconds = time.perf_counter() - started
+        return c
 
-    def step(self) -> Trial:
-        """Propose, evaluate and decide the next trial; write the state and results."""
-        n = len(self.trials)
-        config, source, knob = self.propose(n)
-        started, stale = time.perf_counter(), self.cache.stale
-        verdict, cached = self._verdict(config)
-        status, reason = decide(verdict, config, self.incumbent)
-        trial = Trial(n, source, knob, config, verdict, status, cached, reason,
-                      round(time.perf_counter() - started, 4), stale=self.cache.stale > stale)
-        self._record(trial)
-        self.save()
-        if not cached:  # after the state: a stop before this line leaves no entry of an unsaved trial
-            self.cache.store(verdict, self.evaluator.context)
-        return trial
+    def _round(self, executor: Executor, on_trial: ProgressHook | None) -> None:
+        """Propose the rest of the current round, judge its lowered candidates on ``executor``, and
+        record them in trial order as their verdicts arrive."""
+        first, opts = len(self.trials), self.options
+        start = self.round_start(first)
+        round_ids: dict[str, int] = {}
+        for t in self.trials[start:]:
+            round_ids.setdefault(t.verdict.schedule_id, t.trial)
+        end = min(start + opts.round_size, opts.budget)
+        pending = [self._candidate(n, round_ids) for n in range(first, end)]
+        by_n = {c.n: c for c in pending}
+        jobs = [c for c in pending if c.job is not None]
+        self._record_ready(by_n, on_trial)
+        for i, outcome in executor.imap(judge, [c.job for c in jobs]):
+            c = jobs[i]
+            c.verdict = self._verdict_of(c, outcome)
+            c.seconds += outcome.seconds if isinstance(outcome, Outcome) else 0.0
+            self._record_ready(by_n, on_trial)
+        self._record_ready(by_n, on_trial)
+
+    def _verdict_of(self, c: _Candidate, outcome: Outcome | Failed) -> Verdict:
+        assert c.job is not None
+        ev, prepared = self.evaluator, c.job.prepared
+        if isinstance(outcome, Failed):
+            return ev.error(prepared.schedule_id, outcome.reason, "the evaluation did not complete",
+                            program_sha256=prepared.sha256)
+        return ev.attach(outcome.verdict, outcome.rejection)
+
+    def _record_ready(self, by_n: dict[int, _Candidate], on_trial: ProgressHook | None) -> None:
+        """Record the candidates whose turn it is and whose verdict is known."""
+        while (c := by_n.get(len(self.trials))) is not None:
+            if c.same_as is not None:
+                c.verdict, c.cached = self.trials[c.same_as].verdict, True
+            if c.verdict is None:
+                return
+            del by_n[c.n]
+            status, reason = decide(c.verdict, c.config, self.incumbent)
+            trial = Trial(c.n, c.source, c.knob, c.config, c.verdict, status, c.cached, reason,
+                          round(c.seconds, 4), stale=c.stale)
+            self._record(trial)
+            self.save()
+            if not c.cached:  # after the state: a stop before this line leaves no entry of an unsaved trial
+                self.cache.store(c.verdict, self.evaluator.context)
+            if on_trial is not None:
+                on_trial(trial, self.incumbent)
 
     def save(self) -> None:
         """Write ``state.json``, then ``results.tsv``, atomically."""
@@ -337,24 +425,29 @@ class Search:
         lines = ["\t".join(COLUMNS)] + ["\t".join(t.row()) for t in self.trials]
         atomic_write(self.out / RESULTS, "\n".join(lines) + "\n")
 
-    def run(self, on_trial: ProgressHook | None = None) -> SearchResult:
-        """Run until ``budget`` trials exist; Ctrl-C stops cleanly between atomic writes."""
+    def run(self, on_trial: ProgressHook | None = None, executor: Executor | None = None) -> SearchResult:
+        """Run until ``budget`` trials exist, judging each round's candidates on ``executor`` (default:
+        serial, in this process); Ctrl-C cancels the jobs in flight and stops cleanly between atomic
+        writes."""
         interrupted = False
         try:
+            if not (self.out / STATE).exists():
+                self.save()  # a fresh run can be resumed from its first write on
             while len(self.trials) < self.options.budget:
-                trial = self.step()
-                if on_trial is not None:
-                    on_trial(trial, self.incumbent)
+                self._round(executor or Executor(), on_trial)
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            forget()
         return SearchResult(self.trials, self.incumbent, self.out, interrupted)
 
 
 def search(model: str, target: str, budget: int, out_dir: str | Path, *, seed: int = 0,
            explore: float = 0.35, beam: int = 1, probe: float = 0.25, vm: str = "reference",
-           resume: bool = False, lowering: Lowering | None = None, runner: VmRunner | None = None,
-           on_trial: ProgressHook | None = None, timeout_s: float = 10.0) -> SearchResult:
+           round_size: int = ROUND_SIZE, resume: bool = False, lowering: Lowering | None = None,
+           runner: VmRunner | None = None, on_trial: ProgressHook | None = None, timeout_s: float = 10.0,
+           executor: Executor | None = None) -> SearchResult:
     """Run a search (see :class:`Search`) and return its result."""
-    options = SearchOptions(model, target, budget, seed, explore, beam, probe, vm)
+    options = SearchOptions(model, target, budget, seed, explore, beam, probe, vm, round_size)
     return Search(options, out_dir, resume=resume, lowering=lowering, runner=runner,
-                  timeout_s=timeout_s).run(on_trial)
+                  timeout_s=timeout_s).run(on_trial, executor)

@@ -531,7 +531,8 @@ def test_seeds_outside_uint64_are_usage_errors(tmp_path: Path, command: tuple[st
 def test_the_largest_seed_works(tmp_path: Path) -> None:
     result = run("weights", "toy", "-o", str(tmp_path / "w.npz"), "--seed", str(2**64 - 1))
     assert result.exit_code == 0, result.output
-    search = ("search", "toy", "--target", "h100", "--budget", "2", "--out", str(tmp_path / "s"), "--quiet")
+    search = ("search", "toy", "--target", "h100", "--budget", "2", "--out", str(tmp_path / "s"), "--quiet",
+              "--json")
     result = run(*search, "--seed", str(2**64 - 1))
     assert result.exit_code in (0, 1), result.output
     assert json.loads(result.stdout)["trials"] == 2

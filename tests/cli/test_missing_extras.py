@@ -29,6 +29,7 @@ main()
         ("z3", "smt", ("explain", "{examples}/spec_example.json")),
         ("z3", "smt", ("prove-rules", "--max-tasks", "2")),
         ("gguf", "models", ("lower", "smollm2-135m")),
+        ("ray", "ray", ("check-validator", "--out", "{d}/run", "--tasks", "1", "--executor", "ray")),
     ],
     ids=lambda v: v[0] if isinstance(v, tuple) else v,
 )

@@ -110,5 +110,22 @@ def test_a_hand_edited_state_is_refused_in_one_line(saved: Path, tmp_path: Path,
 
 def test_the_unedited_state_resumes(saved: Path, tmp_path: Path) -> None:
     shutil.copytree(saved, tmp_path / "run")
-    result = _search(tmp_path / "run", 5, "--seed", "3", "--resume")
+    result = _search(tmp_path / "run", 5, "--seed", "3", "--resume", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["trials"] == 5
+
+
+@pytest.mark.parametrize("command", ["search", "evaluate", "propose"])
+def test_a_missing_target_lists_the_targets_on_one_line(command: str) -> None:
+    """Issue 27: click lays the choices out as ``\\n\\t``-separated lines, which the one error line
+    printed escaped (a literal backslash-n-backslash-t)."""
+    result = _cli(command, "toy-2L", *(["--budget", "5"] if command == "search" else []))
+    _refused(result, "Missing option '--target'. Choose from: a100, a10g, b200, h100,")
+    assert "\\" not in result.stderr
+
+
+def test_the_round_default_shown_by_help_is_the_library_default() -> None:
+    from amkspec.cli.search_cmd import ROUND_HELP
+    from amkspec.search.loop import ROUND_SIZE
+
+    assert str(ROUND_SIZE) == ROUND_HELP
+    assert f"[default: ({ROUND_SIZE}); 1<=x<=4096]" in _cli("search", "--help").stdout

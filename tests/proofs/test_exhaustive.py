@@ -1,6 +1,7 @@
-"""The exhaustive small-scope check (``tools/exhaustive.py``) and the agreement rule it shares with
-``tools/random_agreement.py`` (``tools/agreement.py``): its counting, its symmetry reduction, a CI
-slice of the domain, and the disagreements found so far as regression tests (issue 9)."""
+"""The exhaustive small-scope check (:mod:`amkspec.proofs.exhaustive`) and the agreement rule it
+shares with ``tools/random_agreement.py``: its counting, its symmetry reduction, a CI slice of the
+domain, and the disagreements found so far as regression tests (issue 9). Sharding, checkpoints,
+witnesses and executors: ``test_exhaustive_check.py``."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from hypothesis import strategies as st
 
 from amkspec.ir import MegakernelProgram, Wait, loads
 from amkspec.proofs import validate
+from amkspec.proofs.exhaustive.agreement import _explained, compare, error_codes, joined
+from amkspec.proofs.exhaustive.check import check as check_exhaustively
+from amkspec.proofs.exhaustive.domain import Bound, Domain, Program, _rename_head, _rename_shape, build
 from amkspec.proofs.model_check import Finding, check
-from tools.agreement import _explained, compare, error_codes, joined
-from tools.exhaustive import Bound, Domain, Program, _rename_head, _rename_shape, build, run
 
 # -- counting and symmetry reduction ---------------------------------------------------------------
 
@@ -107,15 +109,16 @@ SLICES = [
     Bound(tasks=2, buffers=2, counters=1, threshold=2, init=True, pages=True),
 ]
 """Every class of 2 tasks of the main domain (66,582), with SM queues (11,097) and with pages and
-counter init (8,478): about 30 s on a quiet machine. The 10-minute run is ``tools/exhaustive.py``."""
+counter init (8,478): about 30 s on a quiet machine. The long runs are ``amkspec check-validator``."""
 
 
 @pytest.mark.parametrize("bound", SLICES, ids=str)
 def test_validate_agrees_with_the_model_checker_on_every_two_task_program(bound: Bound) -> None:
-    report = run(bound, seconds=300)
+    report = check_exhaustively(bound)
     assert report.complete == bound.tasks, "the slice must be checked completely"
-    assert report.programs == sum(Domain(bound).size(n)[1] for n in (1, 2))
-    assert not report.disagreements, f"{report.disagreements[0][0]}\n{report.disagreements[0][1]}"
+    assert report.checked_now == sum(Domain(bound).size(n)[1] for n in (1, 2))
+    first = report.disagreements[0] if report.disagreements else {}
+    assert not report.disagreements, f"{first['reason']}\n{first['program']}"
 
 
 # -- the agreement rule and the disagreements found ------------------------------------------------

@@ -55,8 +55,8 @@ def test_valid_programs_have_no_bad_state(prog) -> None:  # type: ignore[no-unty
 # -- issue 9: everything validate rejects on is modelled --------------------------------------
 
 from amkspec.ir import BufferKind, Counter, loads  # noqa: E402
+from amkspec.proofs.exhaustive.domain import build  # noqa: E402
 from tests.proofs.test_exhaustive import COVERAGE_GAP  # noqa: E402
-from tools.exhaustive import build  # noqa: E402
 
 X, W, B0, B1 = 0, 1, 2, 3
 ACT, OUT, WT = 0, 1, 2

@@ -11,7 +11,8 @@ import pytest
 from amkspec.search import files, search
 
 BUDGET, SEED = 6, 3
-"""Toy on h100 with seed 3: trial 1 is a knob probe (a witness file), the others lower and run."""
+"""Toy on h100 with seed 3: trials 1 and 2 are knob probes (a witness file each, written when the
+first round is proposed, before trial 0 is recorded), the others lower and run."""
 
 
 def _writes(monkeypatch: pytest.MonkeyPatch, stop_at: int | None = None) -> list[str]:
@@ -57,7 +58,8 @@ def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dic
     return summary, _files(out), names
 
 
-WITNESS = "knob_range@pipelining_depth.json"
+WITNESS = "knob_range@tiling.attention.kv_block.json"
+"""Trial 2's counterexample: written while trials 0 and 1 of its round are not recorded yet."""
 
 
 @pytest.mark.parametrize("before", ["state.json", "results.tsv", "cache.json", WITNESS])
@@ -65,7 +67,7 @@ def test_a_stop_before_any_write_resumes_to_the_same_files_and_summary(
         whole: tuple[dict[str, Any], dict[str, Any], list[str]], before: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     summary, written, names = whole
-    stop = names.index(before, 3 if before == WITNESS else 6)  # trial 1's witness, else trial 2's
+    stop = names.index(before, 0 if before == WITNESS else 6)  # trial 2's witness, else trial ≥ 1's
     _writes(monkeypatch, stop)
     interrupted = search("toy", "h100", BUDGET, tmp_path, seed=SEED)
     assert interrupted.interrupted and len(interrupted.trials) < BUDGET

@@ -171,34 +171,62 @@ def test_cli_search_writes_results_plot_and_summary(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "6", "--out",
                                        str(out), "--plot", str(plot), "--seed", "2"])
     assert result.exit_code == 0, result.stderr
-    summary = json.loads(result.stdout)
-    assert summary["trials"] == 6 and summary["incumbent"]["verdict"]["correct"]
+    line, = result.stdout.splitlines()  # one line by default (issue 27)
+    assert line.startswith("search toy on h100: 6 trials (") and "incumbent trial" in line
+    assert str(out / "results.tsv") in line
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 6 and lines[0].startswith("trial 1/6 sch_c3af28020e kept")
+    assert len(lines) == 6 and lines[0].startswith("trial 0 sch_c3af28020e kept")
+    assert lines[-1].endswith("[6 of 6 done]")
     again = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "8", "--out", str(out),
-                                      "--resume", "--quiet", "--seed", "2"])
+                                      "--resume", "--quiet", "--seed", "2", "--json"])
     assert again.exit_code == 0 and json.loads(again.stdout)["trials"] == 8 and again.stderr == ""
+
+
+def test_progress_json_tsv_and_plot_number_trials_alike(tmp_path: Path) -> None:
+    """Issue 27: a kept trial was "11/12" in the progress line but 10 everywhere else."""
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "9", "--out",
+                                       str(out), "--seed", "2", "--json"])
+    assert result.exit_code == 0, result.stderr
+    progress = [line.split()[:4] for line in result.stderr.strip().splitlines()]
+    rows = [r.split("\t") for r in _rows(out)[1:]]
+    assert [(p[1], p[2], p[3]) for p in progress] == [(r[0], r[1], r[7]) for r in rows]
+    kept = json.loads(result.stdout)["incumbent"]["trial"]
+    assert ["trial", str(kept)] in [p[:2] for p in progress if p[3] == "kept"]
 
 
 def test_cli_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from amkspec.cli.search_cmd import _Progress
+
     out = tmp_path / "run"
-    real_step = Search.step
+    real_progress = _Progress.__call__
 
-    def interrupted_after_three(self: Search) -> Trial:
-        if len(self.trials) == 3:
+    def interrupted_after_three(self: _Progress, trial: Trial, incumbent: Trial | None) -> None:
+        real_progress(self, trial, incumbent)
+        if trial.trial == 2:
             raise KeyboardInterrupt
-        return real_step(self)
 
-    monkeypatch.setattr(Search, "step", interrupted_after_three)
-    args = ["search", "toy", "--target", "h100", "--budget", "6", "--out", str(out), "--quiet"]
+    monkeypatch.setattr(_Progress, "__call__", interrupted_after_three)
+    args = ["search", "toy", "--target", "h100", "--budget", "6", "--out", str(out), "--quiet", "--json"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 130 and "--resume" in result.stderr
     assert json.loads(result.stdout)["interrupted"] and len(_rows(out)) == 4
-    monkeypatch.setattr(Search, "step", real_step)
+    monkeypatch.setattr(_Progress, "__call__", real_progress)
     resumed = CliRunner().invoke(main, [*args, "--resume"])
     assert resumed.exit_code == 0 and json.loads(resumed.stdout)["trials"] == 6
+
+
+def test_resume_needs_a_saved_search(tmp_path: Path) -> None:
+    """Issue 27: ``--resume --out NEWDIR`` started a fresh run; it is a one-line error (exit 2)."""
+    out = tmp_path / "new"
+    result = CliRunner().invoke(main, ["search", "toy", "--target", "h100", "--budget", "3", "--out",
+                                       str(out), "--resume"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"amkspec: error: {out / 'state.json'}: nothing to resume (no saved search " \
+                            "there); leave out --resume to start one\n"
+    assert not out.exists()
 
 
 def test_the_beam_holds_the_k_best_correct_trials(tmp_path: Path) -> None:

@@ -1,63 +1,41 @@
-"""Exhaustive small-scope check: ``validate()`` against the explicit-state model checker on
-*every* program of a bounded domain, one representative per symmetry class (issue 9, "proofs
-about the code").
-
-Run: ``python3 tools/exhaustive.py [--tasks 4] [--buffers 2] [--counters 2] [--threshold 2]
-[--init] [--sm] [--pages] [--minutes 10]``. Prints the domain's size per task count, then checks
-1, 2, … tasks until the time is up; prints the bound reached (complete up to N tasks, and the
-fraction of N+1), programs per second and each disagreement (with the program's JSON); exits 1 on
-a disagreement. Agreement is :func:`agreement.compare`.
+"""The domain of the exhaustive small-scope check: every program of a bounded shape, one
+representative per symmetry class, enumerated by rank so that any range can be checked on its own
+(proofs guide, "Exhaustive check").
 
 **The domain** is the synchronisation skeleton × an abstract footprint per task × buffer kinds:
 
 * buffers: ``x`` (IO_INPUT ``[1, 2]``, a source nobody writes), ``W`` (WEIGHT ``[2, 2]``, the tile
-  weights) and ``--buffers`` data buffers ``[1, 2]``, each ACTIVATION, IO_OUTPUT or WEIGHT (a
-  read-only kind); with ``--pages`` the first two data buffers may share a page (both ACTIVATION);
-* counters: ``--counters``, ``init`` 0 (with ``--init``: 0 or 1);
+  weights) and ``buffers`` data buffers ``[1, 2]``, each ACTIVATION, IO_OUTPUT or WEIGHT (a
+  read-only kind); with ``pages`` the first two data buffers may share a page (both ACTIVATION);
+* counters: ``counters``, ``init`` 0 (with ``init``: 0 or 1);
 * a task: reads one buffer whole (``x`` or a data buffer), writes one data buffer whole (COPY) or
   one column of it (GEMV_TILE over ``W``, ``n_off`` 0 or 1), signals one counter, and waits on
-  each counter with a threshold 0 (no wait) to ``--threshold``; with ``--sm`` it runs on SM 0
-  or 1, and the task list order matters.
-
-Two written regions are equal, disjoint or nested; a read is a whole buffer. Partial overlaps,
-tile reads, KV windows and the opcodes' numerics are left to ``tools/random_agreement.py``
-(random programs with all 20 opcodes) and the footprint property test
-(``tests/semantics/test_footprint.py``), which checks that the footprint every rule reads is
-the semantics' own.
+  each counter with a threshold 0 (no wait) to ``threshold``; with ``sm`` it runs on SM 0 or 1,
+  and the task list order matters.
 
 **Symmetry.** Both ``validate()`` and the model checker see a program only through which tasks
 touch which elements of which buffer and how tasks wait and signal, so these maps change neither
 the codes nor the findings: renaming the data buffers, renaming the counters, mirroring the two
 columns (``W`` and ``x`` are never written, so which row of ``W`` a tile reads is invisible),
 reordering the task list (without SMs: nothing depends on it) or, with SMs, interleaving the two
-SM queues differently and swapping the SMs (only the order within one queue matters). The tool
-checks one representative per class: without SMs a multiset of tasks, with SMs a pair of queues;
-of each class the least under those maps. The class counts come from Burnside's lemma
-(:meth:`Domain.size`). ``tests/proofs/test_exhaustive.py`` checks that the maps leave codes and
-findings unchanged on random programs of the domain.
+SM queues differently and swapping the SMs (only the order within one queue matters). One
+representative per class is checked: without SMs a multiset of task shapes, with SMs a pair of
+queues; of each class the least under those maps. The class counts come from Burnside's lemma
+(:meth:`Domain.size`).
 
-**Counter init.** A nonzero ``init`` is rejected by S103 whatever the tasks (spec: counters start
-at 0), and :func:`agreement.compare` stops there, so ``--init`` multiplies the domain by
-``2^counters`` without information; the CI slice covers it at 2 tasks.
+**Ranks.** The *raw task lists* of ``n`` tasks (multisets of shapes, or pairs of queues) are
+numbered 0, 1, … in lexicographic order (:meth:`Domain.raw_count`); :meth:`Domain.programs` yields
+the representatives among the raw lists of ranks ``[start, stop)`` without enumerating the ranks
+before ``start``, so shards of ranks are independent jobs.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import math
-import sys
-import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import attrs
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from agreement import compare
 
 from amkspec.ir import (
     TARGETS,
@@ -71,30 +49,45 @@ from amkspec.ir import (
     PageAllocation,
     Task,
     Wait,
-    dumps,
 )
-from amkspec.proofs.footprint import Memo
 
 TARGET = TARGETS["h100"]
 KINDS = (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT, BufferKind.WEIGHT)
 
 
+LIMITS = {"tasks": 12, "buffers": 3, "counters": 3, "threshold": 3}
+"""The largest value of each size of a :class:`Bound` (the model checker's reach is about 12 tasks;
+the symmetry tables grow with the factorials of buffers and counters)."""
+
+
+def _size(bound: Bound, attribute: attrs.Attribute[int], value: int) -> None:
+    top = LIMITS[attribute.name]
+    if not (isinstance(value, int) and 1 <= value <= top):
+        raise ValueError(f"{attribute.name} must be an integer from 1 to {top}, not {value!r}")
+
+
+def _paged(bound: Bound, attribute: attrs.Attribute[bool], value: bool) -> None:
+    if value and bound.buffers != 2:
+        raise ValueError("pages needs exactly 2 data buffers")
+
+
 @attrs.frozen
 class Bound:
-    """The domain (see the module docstring)."""
+    """The domain (see the module docstring); ValueError for sizes outside :data:`LIMITS`."""
 
-    tasks: int = 4
-    buffers: int = 2
-    counters: int = 2
-    threshold: int = 2
+    tasks: int = attrs.field(default=4, validator=_size)
+    buffers: int = attrs.field(default=2, validator=_size)
+    counters: int = attrs.field(default=2, validator=_size)
+    threshold: int = attrs.field(default=2, validator=_size)
     init: bool = False
     sm: bool = False
-    pages: bool = False
+    pages: bool = attrs.field(default=False, validator=_paged)
 
 
 Shape = tuple[int, int, int, int, tuple[int, ...]]
-"""A task without its SM: (source: -1 = x, else a data buffer; written data buffer; column:
--1 whole, 0 or 1 a tile; out_counter; threshold per counter, 0 = no wait)."""
+"""A task without its SM, the tuple (source, written data buffer, column, out_counter, thresholds):
+the source is -1 for x or a data buffer, the column -1 for the whole buffer or 0 or 1 for a tile,
+and a threshold per counter is 0 for no wait."""
 
 Head = tuple[tuple[int, ...], tuple[int, ...], bool]
 """(kind index per data buffer, init per counter, whether b0 and b1 share a page)."""
@@ -103,7 +96,10 @@ TaskShape = tuple[int, int, int, int, tuple[int, ...], int]
 """A :data:`Shape` plus its SM (-1: none)."""
 
 Program = tuple[tuple[int, ...], tuple[int, ...], bool, tuple[TaskShape, ...]]
-"""(kinds, inits, paged, tasks): what :func:`build` turns into a MegakernelProgram."""
+"""The tuple (kinds, inits, paged, tasks) that :func:`build` turns into a MegakernelProgram."""
+
+Queues = tuple[tuple[int, ...], tuple[int, ...]]
+"""A raw task list: shape indices on SM 0 and SM 1 (without SMs: a sorted multiset, and ``()``)."""
 
 Symmetry = tuple[tuple[int, ...], tuple[int, ...], bool]
 """(data buffer permutation, counter permutation, mirror the columns)."""
@@ -134,8 +130,6 @@ class Domain:
     """The shapes, heads and symmetries of a :class:`Bound`, shapes addressed by index."""
 
     def __init__(self, bound: Bound) -> None:
-        if bound.pages and bound.buffers != 2:
-            raise ValueError("--pages needs exactly 2 data buffers")
         self.bound = bound
         nb, nc = bound.buffers, bound.counters
         self.shapes: list[Shape] = sorted(
@@ -199,32 +193,49 @@ class Domain:
 
     # -- enumeration ------------------------------------------------------------------------------
 
-    def programs(self, n: int) -> Iterator[Program]:
-        """One program of ``n`` tasks per symmetry class."""
-        queues = (
-            self._queue_pairs(n)
-            if self.bound.sm
-            else ((ms, ()) for ms in _multisets(len(self.shapes), n))
-        )
-        for q0, q1 in queues:
-            for perms, heads in self.classes:
-                if all(self._least((q0, q1), p) for p in perms):
-                    for kinds, inits, paged in heads:
-                        yield (kinds, inits, paged, self._tasks(q0, q1))
+    def raw_count(self, n: int) -> int:
+        """Raw task lists of ``n`` tasks: multisets of shapes, or (with SMs) pairs of queues."""
+        s = len(self.shapes)
+        return (n + 1) * s**n if self.bound.sm else math.comb(s + n - 1, n)
 
-    def _least(self, q: tuple[tuple[int, ...], tuple[int, ...]], p: Sequence[int]) -> bool:
+    def programs(self, n: int, start: int = 0, stop: int | None = None) -> Iterator[Program]:
+        """One program of ``n`` tasks per symmetry class: the representatives among the raw task
+        lists of ranks ``[start, stop)`` (default: all of them)."""
+        for q in self.queues(n, start, self.raw_count(n) if stop is None else stop):
+            yield from self.representatives(q)
+
+    def representatives(self, q: Queues) -> Iterator[Program]:
+        """The programs of the raw task list ``q`` that represent their class (none, or one per
+        canonical head that no symmetry fixing it makes ``q`` smaller under)."""
+        for perms, heads in self.classes:
+            if all(self._least(q, p) for p in perms):
+                tasks = self._tasks(*q)
+                for kinds, inits, paged in heads:
+                    yield (kinds, inits, paged, tasks)
+
+    def queues(self, n: int, start: int, stop: int) -> Iterator[Queues]:
+        """The raw task lists of ``n`` tasks of ranks ``[start, stop)``, in rank order."""
+        s = len(self.shapes)
+        if start >= stop:
+            return
+        if not self.bound.sm:
+            ms = _unrank_multiset(s, n, start)
+            for _ in range(stop - start):
+                yield ms, ()
+                ms = _next_multiset(s, ms)
+            return
+        block = s**n
+        for r in range(start, stop):
+            k = n - r // block
+            digits = _digits(r % block, s, n)
+            yield digits[:k], digits[k:]
+
+    def _least(self, q: Queues, p: Sequence[int]) -> bool:
         """Whether mapping the shapes by ``p`` (and, with SMs, swapping the SMs) leaves ``q`` no smaller."""
         a, b = tuple(p[i] for i in q[0]), tuple(p[i] for i in q[1])
         if not self.bound.sm:
             return tuple(sorted(a)) >= q[0]
         return (a, b) >= q and (b, a) >= q
-
-    def _queue_pairs(self, n: int) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
-        s = range(len(self.shapes))
-        for k in range(n, -1, -1):
-            for q0 in itertools.product(s, repeat=k):
-                for q1 in itertools.product(s, repeat=n - k):
-                    yield q0, q1
 
     def _tasks(self, q0: tuple[int, ...], q1: tuple[int, ...]) -> tuple[TaskShape, ...]:
         if not self.bound.sm:
@@ -232,8 +243,36 @@ class Domain:
         return tuple((*self.shapes[i], 0) for i in q0) + tuple((*self.shapes[i], 1) for i in q1)
 
 
-def _multisets(s: int, n: int) -> Iterator[tuple[int, ...]]:
-    return itertools.combinations_with_replacement(range(s), n)
+def _unrank_multiset(s: int, n: int, r: int) -> tuple[int, ...]:
+    """The multiset (a non-decreasing tuple) of ``n`` values below ``s`` of lexicographic rank ``r``."""
+    out, low = [], 0
+    for left in range(n - 1, -1, -1):
+        v = low
+        while r >= (count := math.comb(s - v + left - 1, left)):  # multisets of `left` values ≥ v
+            r -= count
+            v += 1
+        out.append(v)
+        low = v
+    return tuple(out)
+
+
+def _next_multiset(s: int, ms: tuple[int, ...]) -> tuple[int, ...]:
+    """The lexicographic successor of the multiset ``ms`` (values below ``s``)."""
+    i = len(ms) - 1
+    while i >= 0 and ms[i] == s - 1:
+        i -= 1
+    if i < 0:
+        return ms  # the last one: the caller never asks past it
+    v = ms[i] + 1
+    return ms[:i] + (v,) * (len(ms) - i)
+
+
+def _digits(r: int, s: int, n: int) -> tuple[int, ...]:
+    """``r`` written with ``n`` digits in base ``s``, most significant first."""
+    out = [0] * n
+    for i in range(n - 1, -1, -1):
+        r, out[i] = divmod(r, s)
+    return tuple(out)
 
 
 def _fixed_multisets(p: Sequence[int], n: int) -> int:
@@ -273,91 +312,3 @@ def build(p: Program) -> MegakernelProgram:
     pages = PageAllocation({2: 0, 3: 0}, [Page(0, buffers[2].space, 8)]) if paged else None
     counters = [Counter(c, init) for c, init in enumerate(inits)]
     return MegakernelProgram(buffers=buffers, counters=counters, tasks=out, pages=pages, target=TARGET)
-
-
-@attrs.define
-class Report:
-    """Totals of one run."""
-
-    bound: Bound
-    complete: int = 0
-    """The largest task count whose every class was checked."""
-    programs: int = 0
-    partial: tuple[int, int] | None = None
-    """(checked, classes) at task count ``complete + 1`` when the time ran out there."""
-    seconds: float = 0.0
-    disagreements: list[tuple[str, str]] = attrs.Factory(list)
-
-    def summary(self) -> str:
-        """The bound reached, the rate and the disagreements, on one line."""
-        frac = ""
-        if self.partial is not None:
-            done, total = self.partial
-            frac = (
-                f", and {done:,} of the {total:,} classes of {self.complete + 1} tasks "
-                f"({100 * done / total:.1f}%)"
-            )
-        rate = self.programs / self.seconds if self.seconds else 0.0
-        return (
-            f"complete up to {self.complete} task(s){frac}; programs checked: {self.programs:,} "
-            f"({rate:.0f}/s); disagreements: {len(self.disagreements)}; time: {self.seconds:.1f} s"
-        )
-
-
-def run(bound: Bound, seconds: float, verbose: bool = False) -> Report:
-    """Check task counts 1, 2, … up to ``bound.tasks`` until ``seconds`` have passed."""
-    domain = Domain(bound)
-    report = Report(bound)
-    memo = Memo()  # every program of the domain has the same buffer shapes and dtypes by id
-    start = time.monotonic()
-    stop = start + seconds
-    for n in range(1, bound.tasks + 1):
-        done = 0
-        for p in domain.programs(n):
-            if time.monotonic() > stop:
-                report.partial = (done, domain.size(n)[1])
-                report.seconds = time.monotonic() - start
-                return report
-            prog = build(p)
-            why = compare(prog, memo)
-            done += 1
-            report.programs += 1
-            if why is not None:
-                report.disagreements.append((why, dumps(prog)))
-                if verbose:
-                    print(f"DISAGREEMENT: {why}\n{dumps(prog)}", flush=True)
-        report.complete = n
-        if verbose:
-            elapsed = time.monotonic() - start
-            print(f"  all {done:,} classes of {n} task(s) checked ({elapsed:.1f} s)", flush=True)
-    report.seconds = time.monotonic() - start
-    return report
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=4)
-    parser.add_argument("--buffers", type=int, default=2)
-    parser.add_argument("--counters", type=int, default=2)
-    parser.add_argument("--threshold", type=int, default=2)
-    parser.add_argument("--init", action="store_true")
-    parser.add_argument("--sm", action="store_true")
-    parser.add_argument("--pages", action="store_true")
-    parser.add_argument("--minutes", type=float, default=10.0)
-    args = parser.parse_args()
-    bound = Bound(
-        args.tasks, args.buffers, args.counters, args.threshold, args.init, args.sm, args.pages
-    )
-    domain = Domain(bound)
-    print(f"bound: {json.dumps(attrs.asdict(bound))}", flush=True)
-    print(f"task shapes: {len(domain.shapes)}; heads: {len(domain.heads)}; symmetries: {len(domain.group)}")
-    for n in range(1, bound.tasks + 1):
-        raw, classes = domain.size(n)
-        print(f"  {n} task(s): {raw:,} programs, {classes:,} symmetry classes", flush=True)
-    report = run(bound, args.minutes * 60, verbose=True)
-    print(report.summary())
-    sys.exit(1 if report.disagreements else 0)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,7 @@
 """When ``validate()`` and the explicit-state model checker agree on a program (issue 9).
 
-Used by ``tools/exhaustive.py`` and ``tools/random_agreement.py``. The model checker
+Used by the exhaustive check (:mod:`amkspec.proofs.exhaustive.check`) and
+``tools/random_agreement.py``. The model checker
 (:mod:`amkspec.proofs.model_check`) reports *bad executions* (``kind``); ``validate()`` reports
 *rule codes*. They agree on a program when
 
@@ -24,10 +25,6 @@ which is always a disagreement.
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from amkspec.ir import MegakernelProgram, Wait
 from amkspec.proofs import Diagnostic, Severity, validate
