@@ -107,7 +107,7 @@ def test_info_propose_evaluate_and_search_take_a_checkpoint(ckpt: Path, tmp_path
     verdict: dict[str, Any] = json.loads(out)
     assert code == 0 and verdict["correct"] and verdict["model"] == "tiny-hf", err
     code, out, err = _invoke("search", "--checkpoint", str(ckpt), "--target", "h100", "--budget", "3",
-                             "--quiet", "--out", str(tmp_path / "s"))
+                             "--quiet", "--json", "--out", str(tmp_path / "s"))
     assert code == 0, err
     rows = (tmp_path / "s" / "results.tsv").read_text().splitlines()[1:]
     kept = [r.split("\t") for r in rows if "\tkept\t" in r or "\tkeep\t" in r]
