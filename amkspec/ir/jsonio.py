@@ -29,7 +29,7 @@ from amkspec.ir.atomic import write_atomic
 from amkspec.ir.bounded import parse_json, read_input
 from amkspec.ir.canonical import canonical_json
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION, BufferKind, DType, InstructionKind, MemSpace
-from amkspec.ir.errors import FormatError, VersionError, VersionWarning
+from amkspec.ir.errors import FormatError, PathPart, VersionError, VersionWarning, format_path
 from amkspec.ir.fastload import fast_loads
 from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.limits import MAX_INT_DIGITS, MAX_SHAPE_DIMS
@@ -46,7 +46,6 @@ from amkspec.ir.model import (
 from amkspec.ir.targets import GpuTarget
 
 T = TypeVar("T")
-PathPart = str | int
 
 RECORDS: tuple[type, ...] = (
     Wait, Buffer, Counter, Task, Page, PageAllocation, ScheduleConfig, GpuTarget, MegakernelProgram,
@@ -110,26 +109,6 @@ def _locate(exc: BaseException) -> tuple[list[PathPart], str]:
 def _nest(part: PathPart, exc: BaseException) -> _Bad:
     parts, reason = _locate(exc)
     return _Bad([part, *parts], reason)
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def format_path(parts: list[PathPart]) -> str:
-    """``["tasks", 3, "waits"]`` → ``tasks[3].waits``; the empty path is ``(root)`` (spec §6).
-
-    A key that is not a plain name (an int-keyed map's ``"3"``, a key with spaces) is
-    written as a quoted subscript: ``pages.buffer_to_page["3"]``.
-    """
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif _NAME.fullmatch(part):
-            text += f".{part}" if text else part
-        else:
-            text += f"[{json.dumps(part)}]"
-    return text or "(root)"
 
 
 # -- scalar hooks: JSON types are checked strictly (a bool is not an integer) ------------------
