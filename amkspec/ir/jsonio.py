@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 import os
 import re
@@ -373,6 +374,12 @@ def dumps(prog: MegakernelProgram) -> str:
         except RecursionError:
             raise FormatError("(root)", "not representable as JSON: nested too deeply") from None
 
+
+
+def program_sha256(prog: MegakernelProgram) -> str:
+    """SHA-256 of the program's canonical JSON (spec §6): binds a certificate or a cached
+    result to one program."""
+    return hashlib.sha256(dumps(prog).encode()).hexdigest()
 
 def load(path: str | os.PathLike[str]) -> MegakernelProgram:
     """Read a program from a ``.json`` (or gzip-compressed ``.json.gz``) file (spec §6)."""

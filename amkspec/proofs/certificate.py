@@ -27,14 +27,14 @@ source and itself: near-linear on programs whose dependencies are local (layers,
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, MegakernelProgram, dumps
+from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, MegakernelProgram
 from amkspec.ir.gcpause import gc_paused
+from amkspec.ir.jsonio import program_sha256
 from amkspec.proofs.footprint import Region, task_footprint, uncovered, whole
 
 FORMAT = "amkspec-certificate"
@@ -43,11 +43,6 @@ VERSION = 2
 
 class CertificateError(ValueError):
     """No certificate can be built: some obligation of the program has no proof."""
-
-
-def program_hash(prog: MegakernelProgram) -> str:
-    """SHA-256 of the program's canonical JSON (spec §6): binds a certificate to one program."""
-    return hashlib.sha256(dumps(prog).encode()).hexdigest()
 
 
 class _Graph:
@@ -257,7 +252,7 @@ def _certify(prog: MegakernelProgram) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": VERSION,
-        "program_sha256": program_hash(prog),
+        "program_sha256": program_sha256(prog),
         "order": [g.ids[p] for p in g.order],
         "paths": paths,
         "pages": pages,

@@ -34,9 +34,9 @@ from typing import Any
 import attrs
 
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, QuantFlags, Task
+from amkspec.ir.columns import TaskColumns
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
-from amkspec.proofs.columns import TaskColumns
-from amkspec.proofs.shapes.context import are_shapes, is_shape
+from amkspec.ir.shapes import are_shapes, is_shape
 
 Interval = tuple[int, int]
 """A half-open range ``[start, stop)`` of indices along one dimension."""
@@ -1079,7 +1079,7 @@ def all_task_regions(
     operand is unusable takes :func:`task_regions`. An entry is None where that raised (the
     caller may then ask :func:`task_regions` again, where the error belongs).
 
-    ``columns``, the tasks' :class:`~amkspec.proofs.columns.TaskColumns` when the caller has
+    ``columns``, the tasks' :class:`~amkspec.ir.columns.TaskColumns` when the caller has
     them (which exist only for a list of plain Task records: not tested again), key each task by
     its exact params key (:func:`_keyed_task_regions`). ``well_formed``:
     as for :meth:`Memo.codes_of`. ``rule_keys``, the tasks' keys of
@@ -1140,7 +1140,7 @@ def _keyed_task_regions(
 
     A task's key is ``(opcode, params key, input codes, output codes)``, flattened to five items
     for two inputs and one output (most tasks: no tuples of codes to build). The params key is the
-    exact :func:`~amkspec.proofs.columns.param_key` (equal keys mean equal params of equal types
+    exact :func:`~amkspec.ir.columns.param_key` (equal keys mean equal params of equal types
     in equal order; a bytes is never equal to :func:`task_regions`' own keys) or, without it, the
     params' items (:func:`_items_keys`, :func:`task_regions`' own key), so a hit is the
     :func:`op_footprint` the task itself would get. A task without a params key, or that misses

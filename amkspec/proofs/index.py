@@ -20,7 +20,7 @@ from operator import not_
 from typing import Any, TypeGuard
 
 from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
-from amkspec.proofs.columns import TaskColumns, every_exactly, task_columns
+from amkspec.ir.columns import TaskColumns, every_exactly, task_columns
 from amkspec.proofs.footprint import (
     EMPTY,
     KEYED_MIN_TASKS,
@@ -346,7 +346,7 @@ class ProgramIndex:
 
     @cached_property
     def columns(self) -> TaskColumns | None:
-        """The tasks a column at a time (:func:`~amkspec.proofs.columns.task_columns`), built on
+        """The tasks a column at a time (:func:`~amkspec.ir.columns.task_columns`), built on
         first use and shared by the checks that read it (structure, memory safety)."""
         return task_columns(self.tasks, *self.fields)
 

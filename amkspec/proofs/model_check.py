@@ -39,8 +39,8 @@ from typing import Any
 import attrs
 
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, Buffer, BufferKind, MegakernelProgram
+from amkspec.ir.trace import Event, Trace
 from amkspec.proofs.footprint import Memo, task_footprint, uncovered, whole
-from amkspec.proofs.trace import Event, Trace
 
 _TRANSIENT = (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT, BufferKind.KV_CACHE)
 _FRESH = (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT)

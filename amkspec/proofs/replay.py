@@ -19,8 +19,8 @@ from typing import Any
 import attrs
 
 from amkspec.ir import MegakernelProgram
+from amkspec.ir.trace import Event, trace_from_json
 from amkspec.proofs.footprint import Footprint, Memo, task_footprint, uncovered
-from amkspec.proofs.trace import Event, trace_from_json
 
 
 class ReplayError(ValueError):

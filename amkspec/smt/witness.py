@@ -34,8 +34,8 @@ from typing import Any
 import attrs
 
 from amkspec.ir import MegakernelProgram
+from amkspec.ir.trace import Event, Trace
 from amkspec.proofs.replay import initial_counters
-from amkspec.proofs.trace import Event, Trace
 
 KINDS = ("read-race", "kv-race", "unwritten-read", "write-race", "page-clobber", "deadlock", "cycle")
 

@@ -28,8 +28,8 @@ import attrs
 import torch
 
 from amkspec.ir import BufferKind, MegakernelProgram, Task
+from amkspec.ir.trace import Event
 from amkspec.proofs.footprint import Footprint, Memo, task_footprint, uncovered
-from amkspec.proofs.trace import Event
 from amkspec.vm.errors import TraceError
 from amkspec.vm.plan import Plan
 

@@ -12,8 +12,8 @@ from collections import deque
 from typing import Any
 
 from amkspec.ir import MegakernelProgram
+from amkspec.ir.jsonio import program_sha256
 from amkspec.proofs.cert_check import FORMAT, VERSION, CertificateRefused, check_certificate
-from amkspec.proofs.certificate import program_hash
 
 
 def rebind(cert: Any, prog: MegakernelProgram) -> Any:
@@ -21,7 +21,7 @@ def rebind(cert: Any, prog: MegakernelProgram) -> Any:
     if not isinstance(cert, dict):
         return cert
     out = copy.deepcopy(cert)
-    out["program_sha256"] = program_hash(prog)
+    out["program_sha256"] = program_sha256(prog)
     return out
 
 
@@ -84,7 +84,7 @@ def forge(prog: MegakernelProgram) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": VERSION,
-        "program_sha256": program_hash(prog),
+        "program_sha256": program_sha256(prog),
         "order": order,
         "paths": paths,
         "pages": pages,

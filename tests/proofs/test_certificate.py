@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from amkspec.conformance.cases import default_cases_dir, discover, program_text
 from amkspec.ir import BufferKind, FormatError, InstructionKind, MegakernelProgram, load, loads
+from amkspec.ir.jsonio import program_sha256
 from amkspec.proofs import Severity, validate
 from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
-from amkspec.proofs.certificate import CertificateError, certify, program_hash
+from amkspec.proofs.certificate import CertificateError, certify
 from amkspec.proofs.diagnostics import CODES
 from amkspec.smt.examples import EXAMPLES, layered
 from amkspec.strategies import arbitrary_programs, valid_programs
@@ -261,9 +262,9 @@ def test_malformed_certificates_are_clear_errors(bad: Any) -> None:
     assert isinstance(info.value, MalformedCertificate) or "path" in str(info.value)
 
 
-def test_program_hash_is_the_canonical_json_hash() -> None:
+def test_program_sha256_is_the_canonical_json_hash() -> None:
     prog = load(TOY2)
-    assert certify(prog)["program_sha256"] == program_hash(prog)
+    assert certify(prog)["program_sha256"] == program_sha256(prog)
 
 
 _JSON = st.recursive(

@@ -3,7 +3,7 @@
 From :data:`~amkspec.proofs.footprint.KEYED_MIN_TASKS` tasks on, the validator's batch
 (:func:`~amkspec.proofs.footprint.all_task_regions` with the index's columns) keys each task by
 ``(opcode, params key, input codes, output codes)``, the params key being the exact
-:func:`~amkspec.proofs.columns.param_key`. Here every task of random, repeated and malformed
+:func:`~amkspec.ir.columns.param_key`. Here every task of random, repeated and malformed
 programs gets from that batch what :func:`op_footprint` gives it on its own, and two tasks share a
 key only where their params are identical: the same types and values, floats by their bits. So two
 NaN params of the same bits share a key (their footprints cannot differ), where the old
@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task
-from amkspec.proofs.columns import param_key, task_columns
+from amkspec.ir.columns import param_key, task_columns
 from amkspec.proofs.footprint import (
     KEYED_MIN_TASKS,
     Memo,

@@ -18,8 +18,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, MegakernelProgram
+from amkspec.ir.columns import task_columns
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
-from amkspec.proofs.columns import task_columns
 from amkspec.proofs.footprint import Memo, all_task_regions, task_regions
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.shapes import attention

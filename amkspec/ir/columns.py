@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from amkspec.ir import InstructionKind, Task
+from amkspec.ir.enums import InstructionKind
+from amkspec.ir.model import Task
 
 MARSHAL_VERSION = 2
 """The last marshal format without back-references: equal contents give equal bytes whatever
