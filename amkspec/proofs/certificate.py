@@ -17,7 +17,7 @@ A certificate (spec §3) is a JSON object:
 * ``pages``: for each page, its occupants in use, in the order their live ranges come.
 
 Which elements a task reads and writes comes from the one footprint module,
-:mod:`amkspec.proofs.footprint`. The certificate is verified by
+:mod:`amkspec.footprint`. The certificate is verified by
 :mod:`amkspec.proofs.cert_check`, which shares none of this code.
 
 Building costs O(V + E) for the order, plus one backward search per task that needs a
@@ -32,10 +32,10 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+from amkspec.footprint import Region, task_footprint, uncovered, whole
 from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, MegakernelProgram
 from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.jsonio import program_sha256
-from amkspec.proofs.footprint import Region, task_footprint, uncovered, whole
 
 FORMAT = "amkspec-certificate"
 VERSION = 2

@@ -6,7 +6,7 @@ writes are **visible** to it (spec §2.1: a task acquires, at its start, the wri
 producers whose increments it observed on the counters it waits on, and transitively
 what they had acquired). A task starts when every wait holds (counters start at their
 ``init``) and its SM-queue predecessor (task-list order) has ended; a started task may
-end at any time. Elements read and written come from :mod:`amkspec.proofs.footprint`.
+end at any time. Elements read and written come from :mod:`amkspec.footprint`.
 
 Findings (``kind``), each with a trace that reaches it:
 
@@ -38,9 +38,9 @@ from typing import Any
 
 import attrs
 
+from amkspec.footprint import Memo, task_footprint, uncovered, whole
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, Buffer, BufferKind, MegakernelProgram
 from amkspec.ir.trace import Event, Trace
-from amkspec.proofs.footprint import Memo, task_footprint, uncovered, whole
 
 _TRANSIENT = (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT, BufferKind.KV_CACHE)
 _FRESH = (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT)

@@ -18,9 +18,9 @@ from typing import Any
 
 import attrs
 
+from amkspec.footprint import Footprint, Memo, task_footprint, uncovered
 from amkspec.ir import MegakernelProgram
 from amkspec.ir.trace import Event, trace_from_json
-from amkspec.proofs.footprint import Footprint, Memo, task_footprint, uncovered
 
 
 class ReplayError(ValueError):
@@ -123,7 +123,7 @@ def _check_counters(m: Machine, events: list[dict[str, Any]]) -> None:
 
 
 def _footprints(m: Machine) -> dict[int, Footprint]:
-    """Task id → footprint (:mod:`amkspec.proofs.footprint`)."""
+    """Task id → footprint (:mod:`amkspec.footprint`)."""
     buffers: dict[int, Any] = {}
     for b in m.prog.buffers:
         buffers.setdefault(b.id, b)

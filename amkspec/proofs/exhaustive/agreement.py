@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import copy
 
+from amkspec.footprint import Memo
 from amkspec.ir import MegakernelProgram, Wait
 from amkspec.proofs import Diagnostic, Severity, validate
-from amkspec.proofs.footprint import Memo
 from amkspec.proofs.model_check import Finding, check
 
 RULE_ONLY = frozenset({"S103", "D203", "D204", "D205", "R301", "R306", "R304"})

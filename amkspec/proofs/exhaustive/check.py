@@ -33,12 +33,12 @@ from typing import Any
 import attrs
 
 from amkspec.executors import Executor, Failed
+from amkspec.footprint import Memo
 from amkspec.ir import dumps
 from amkspec.ir.atomic import write_atomic
 from amkspec.ir.errors import AmkspecError
 from amkspec.proofs.exhaustive import agreement
 from amkspec.proofs.exhaustive.domain import Bound, Domain, Program, build
-from amkspec.proofs.footprint import Memo
 
 SHARD_SIZE = 5_000
 """Raw task lists per shard: a few seconds of work on one core for the main domain, and 11 shards
@@ -167,10 +167,12 @@ def _smaller(p: Program) -> Iterator[Program]:
 
 
 def code_fingerprint() -> str:
-    """SHA-256 of the sources of :mod:`amkspec.ir` and :mod:`amkspec.proofs` (the code under check)."""
+    """SHA-256 of the sources of :mod:`amkspec.ir`, :mod:`amkspec.footprint` and
+    :mod:`amkspec.proofs` (the code under check)."""
     root = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
-    for path in sorted([*root.glob("ir/**/*.py"), *root.glob("proofs/**/*.py")]):
+    sources = [path for floor in ("ir", "footprint", "proofs") for path in root.glob(f"{floor}/**/*.py")]
+    for path in sorted(sources):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

@@ -22,25 +22,22 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
-from amkspec.proofs import structure
-from amkspec.proofs.footprint import (
+from amkspec.footprint import (
     EMPTY,
     KEYED_MIN_TASKS,
     Memo,
     Operand,
     Region,
-    _broadcast,
-    _broadcast_axes,
-    _full,
-    _operands,
-    _own_operands,
-    _Reject,
     region_of,
     task_regions,
     union,
     whole,
 )
+from amkspec.footprint.fast import _own_operands
+from amkspec.footprint.reference import operands_of
+from amkspec.footprint.rules import _broadcast, _broadcast_axes, _full, _Reject
+from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
+from amkspec.proofs import structure
 from amkspec.proofs.index import ProgramIndex
 from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_column_fast_paths import mutated_programs
@@ -223,7 +220,7 @@ def test_tasks_of_one_op_and_params_but_other_arities_keep_their_own_regions(cop
 def test_own_operands_of_two_ids_is_the_list_definition(value: list[Any], as_tuple: bool) -> None:
     """``_own_operands`` (a task's own operand list, each id's code from the filled table): a list
     of exact ints gives its ids and their codes (None for an id that is not a buffer's), anything
-    else what :func:`_operands` gives; the two-id shortcut agrees."""
+    else what :func:`~amkspec.footprint.reference.operands_of` gives; the two-id shortcut agrees."""
     buffers = {
         i: Buffer(id=i, name=f"b{i}", shape=(i + 1, 2), dtype=DType.F32, kind=BufferKind.ACTIVATION)
         for i in range(3)
@@ -234,5 +231,5 @@ def test_own_operands_of_two_ids_is_the_list_definition(value: list[Any], as_tup
     if type(given_value) is list and all(type(b) is int for b in given_value):
         expected: Any = (tuple(given_value), tuple(code.get(b) for b in given_value))
     else:
-        expected = _operands(given_value, buffers, memo)
+        expected = operands_of(given_value, buffers, memo)
     assert _own_operands(given_value, code, buffers, memo) == expected

@@ -16,11 +16,11 @@ import copy
 from hypothesis import given
 from hypothesis import strategies as st
 
+from amkspec.footprint import Memo, all_task_regions, task_regions
 from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, MegakernelProgram, Task
-from amkspec.proofs.footprint import Memo, all_task_regions, task_regions
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.structure import check_structure
-from tests.proofs.test_keyed_footprints import _as_tuples
+from tests.footprint.test_keyed_footprints import _as_tuples
 from tests.proofs.test_rule_memo import repeated_tasks
 
 

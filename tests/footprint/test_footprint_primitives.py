@@ -12,8 +12,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
+from amkspec.footprint import Operand, Region, along, whole
 from amkspec.ir import DType
-from amkspec.proofs.footprint import Operand, Region, along, whole
 
 SMALL = [shape for rank in range(4) for shape in itertools.product(range(4), repeat=rank)]
 """Every shape of rank 0-3 with dims 0-3."""

@@ -2,7 +2,7 @@
 
 For every opcode (FUSED recipes included) hypothesis draws params, shapes, dtypes and offsets,
 runs the task on shadow memory (:mod:`tests.semantics.shadow`) and compares the touched stored
-elements with :func:`amkspec.proofs.footprint.task_footprint`, element by element, for reads and
+elements with :func:`amkspec.footprint.task_footprint`, element by element, for reads and
 writes. The one data-dependent read (EMBED's table rows) is checked against the rows its ids
 select, and must lie inside the (inexact) footprint.
 """
@@ -16,8 +16,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from amkspec.footprint import Region, task_footprint
 from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, QuantFlags, Task
-from amkspec.proofs.footprint import Region, task_footprint
 from amkspec.semantics import torch_dtype
 from tests.semantics.shadow import Case, read, tensor_for, written
 

@@ -1,7 +1,7 @@
 """The footprint batch keyed by the shared params keys is the one footprint (spec §3.3, round 4).
 
-From :data:`~amkspec.proofs.footprint.KEYED_MIN_TASKS` tasks on, the validator's batch
-(:func:`~amkspec.proofs.footprint.all_task_regions` with the index's columns) keys each task by
+From :data:`~amkspec.footprint.KEYED_MIN_TASKS` tasks on, the validator's batch
+(:func:`~amkspec.footprint.all_task_regions` with the index's columns) keys each task by
 ``(opcode, params key, input codes, output codes)``, the params key being the exact
 :func:`~amkspec.ir.columns.param_key`. Here every task of random, repeated and malformed
 programs gets from that batch what :func:`op_footprint` gives it on its own, and two tasks share a
@@ -22,18 +22,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task
-from amkspec.ir.columns import param_key, task_columns
-from amkspec.proofs.footprint import (
+from amkspec.footprint import (
     KEYED_MIN_TASKS,
     Memo,
     Operand,
     TaskRegions,
-    _logical,
     all_task_regions,
     op_footprint,
     task_regions,
 )
+from amkspec.footprint.reference import _logical
+from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task
+from amkspec.ir.columns import param_key, task_columns
 from amkspec.proofs.index import ProgramIndex
 from amkspec.strategies import arbitrary_programs
 from tests.proofs.test_column_fast_paths import mutated_programs
