@@ -302,7 +302,7 @@ def check(prog: MegakernelProgram, max_states: int = 500_000, memo: Memo | None 
     """Explore every reachable state of ``prog``; raises :class:`StateLimit` beyond ``max_states``.
 
     ``memo`` caches footprints; pass one to many programs only when their buffer tables agree
-    (each id has the same shape and dtype in every program), as in :mod:`amkspec.proofs.exhaustive`.
+    (each id has the same shape and dtype in every program), as in :mod:`amkspec.evidence.exhaustive`.
     Spec §2, §3.
     """
     return _Explorer(_Program(prog, memo if memo is not None else Memo()), max_states).run()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
+from amkspec.evidence.model_check import StateLimit, check
+from amkspec.evidence.replay import replay
 from amkspec.ir import load
-from amkspec.proofs.model_check import StateLimit, check
-from amkspec.proofs.replay import replay
 from amkspec.smt.examples import EXAMPLES, layered, rule_only_partial_join
 from amkspec.strategies import valid_programs
 from tests.conftest import FIXTURES
@@ -54,9 +54,9 @@ def test_valid_programs_have_no_bad_state(prog) -> None:  # type: ignore[no-unty
 
 # -- issue 9: everything validate rejects on is modelled --------------------------------------
 
+from amkspec.evidence.exhaustive.domain import build  # noqa: E402
 from amkspec.ir import BufferKind, Counter, loads  # noqa: E402
-from amkspec.proofs.exhaustive.domain import build  # noqa: E402
-from tests.proofs.test_exhaustive import COVERAGE_GAP  # noqa: E402
+from tests.evidence.test_exhaustive import COVERAGE_GAP  # noqa: E402
 
 X, W, B0, B1 = 0, 1, 2, 3
 ACT, OUT, WT = 0, 1, 2

@@ -11,9 +11,9 @@ import copy
 from collections import deque
 from typing import Any
 
+from amkspec.evidence.certificate_check import FORMAT, VERSION, CertificateRefused, check_certificate
 from amkspec.ir import MegakernelProgram
 from amkspec.ir.jsonio import program_sha256
-from amkspec.proofs.cert_check import FORMAT, VERSION, CertificateRefused, check_certificate
 
 
 def rebind(cert: Any, prog: MegakernelProgram) -> Any:

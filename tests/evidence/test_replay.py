@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from amkspec.evidence.replay import ReplayError, check_witness, replay
 from amkspec.ir.trace import Event
-from amkspec.proofs.replay import ReplayError, check_witness, replay
 from amkspec.smt import Prover
 from amkspec.smt.examples import EXAMPLES, partial_join_race, sm_queue_deadlock, threshold_too_high
 

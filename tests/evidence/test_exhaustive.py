@@ -1,4 +1,4 @@
-"""The exhaustive small-scope check (:mod:`amkspec.proofs.exhaustive`) and the agreement rule it
+"""The exhaustive small-scope check (:mod:`amkspec.evidence.exhaustive`) and the agreement rule it
 shares with ``tools/random_agreement.py``: its counting, its symmetry reduction, a CI slice of the
 domain, and the disagreements found so far as regression tests (issue 9). Sharding, checkpoints,
 witnesses and executors: ``test_exhaustive_check.py``."""
@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from amkspec.evidence.exhaustive.agreement import _explained, compare, error_codes, joined
+from amkspec.evidence.exhaustive.check import check as check_exhaustively
+from amkspec.evidence.exhaustive.domain import Bound, Domain, Program, _rename_head, _rename_shape, build
+from amkspec.evidence.model_check import Finding, check
 from amkspec.ir import MegakernelProgram, Wait, loads
 from amkspec.proofs import validate
-from amkspec.proofs.exhaustive.agreement import _explained, compare, error_codes, joined
-from amkspec.proofs.exhaustive.check import check as check_exhaustively
-from amkspec.proofs.exhaustive.domain import Bound, Domain, Program, _rename_head, _rename_shape, build
-from amkspec.proofs.model_check import Finding, check
 
 # -- counting and symmetry reduction ---------------------------------------------------------------
 

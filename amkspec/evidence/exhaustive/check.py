@@ -2,19 +2,18 @@
 domain, sharded, checkpointed, on any executor (proofs guide, "Exhaustive check"; "Running at scale").
 
 For each task count ``n`` from 1 to ``bound.tasks``, the raw task lists of ``n`` tasks
-(:meth:`Domain.raw_count <amkspec.proofs.exhaustive.domain.Domain.raw_count>`) are cut into
+(:meth:`Domain.raw_count <amkspec.evidence.exhaustive.domain.Domain.raw_count>`) are cut into
 *shards* of ``shard_size`` consecutive ranks. A shard is one job (:func:`check_shard`): it checks the
-representatives of its ranks with :func:`~amkspec.proofs.exhaustive.agreement.compare`, stops at the
+representatives of its ranks with :func:`~amkspec.evidence.exhaustive.agreement.compare`, stops at the
 deadline of a ``minutes`` budget, and shrinks each disagreement to a minimal one (:func:`minimize`).
 
-With an output directory the run is checkpointed: ``run.json`` holds the bound, the shard size and
-a fingerprint of the code under check (the sources of :mod:`amkspec.ir` and :mod:`amkspec.proofs`),
-and ``shards.jsonl`` one line per checked piece of a shard (its ranks ``[begin, reached)``, the
-classes checked, its disagreements), appended and synced as each job ends. A rerun with the same
-bound continues every shard from where it stopped and skips the finished ones; a rerun with another
-bound, shard size or code is refused (:class:`CheckpointError`). Each disagreement is written as
-``disagreements/<n>t-<shard>-<k>.json``: the minimal program, loadable by every amkspec command,
-with the reason in its ``meta``.
+With an output directory the run is checkpointed: ``run.json`` holds the bound, the shard size and a
+fingerprint of the code under check (:func:`code_fingerprint`), and ``shards.jsonl`` one line per
+checked piece of a shard (its ranks ``[begin, reached)``, the classes checked, its disagreements),
+appended and synced as each job ends. A rerun with the same bound continues every shard from where
+it stopped and skips the finished ones; a rerun with another bound, shard size or code is refused
+(:class:`CheckpointError`). Each disagreement is written as ``disagreements/<n>t-<shard>-<k>.json``:
+the minimal program, loadable by every amkspec command, with the reason in its ``meta``.
 
 The counts of a complete task count do not depend on the executor, the workers or the shard
 size; a partial one (the time ran out) depends on which shards finished.
@@ -32,13 +31,13 @@ from typing import Any
 
 import attrs
 
+from amkspec.evidence.exhaustive import agreement
+from amkspec.evidence.exhaustive.domain import Bound, Domain, Program, build
 from amkspec.executors import Executor, Failed
 from amkspec.footprint import Memo
 from amkspec.ir import dumps
 from amkspec.ir.atomic import write_atomic
 from amkspec.ir.errors import AmkspecError
-from amkspec.proofs.exhaustive import agreement
-from amkspec.proofs.exhaustive.domain import Bound, Domain, Program, build
 
 SHARD_SIZE = 5_000
 """Raw task lists per shard: a few seconds of work on one core for the main domain, and 11 shards
@@ -167,11 +166,12 @@ def _smaller(p: Program) -> Iterator[Program]:
 
 
 def code_fingerprint() -> str:
-    """SHA-256 of the sources of :mod:`amkspec.ir`, :mod:`amkspec.footprint` and
-    :mod:`amkspec.proofs` (the code under check)."""
+    """SHA-256 of the sources of :mod:`amkspec.ir`, :mod:`amkspec.footprint`, :mod:`amkspec.proofs`
+    and :mod:`amkspec.evidence` (the code under check, the model checker and this comparison)."""
     root = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
-    sources = [path for floor in ("ir", "footprint", "proofs") for path in root.glob(f"{floor}/**/*.py")]
+    floors = ("ir", "footprint", "proofs", "evidence")
+    sources = [path for floor in floors for path in root.glob(f"{floor}/**/*.py")]
     for path in sorted(sources):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()

@@ -18,7 +18,7 @@ A certificate (spec §3) is a JSON object:
 
 Which elements a task reads and writes comes from the one footprint module,
 :mod:`amkspec.footprint`. The certificate is verified by
-:mod:`amkspec.proofs.cert_check`, which shares none of this code.
+:mod:`amkspec.evidence.certificate_check`, which shares none of this code.
 
 Building costs O(V + E) for the order, plus one backward search per task that needs a
 path longer than one hop, confined to the window of the order between its earliest

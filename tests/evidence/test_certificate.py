@@ -12,16 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.conformance.cases import default_cases_dir, discover, program_text
+from amkspec.evidence.certificate import CertificateError, certify
+from amkspec.evidence.certificate_check import CertificateRefused, MalformedCertificate, check_certificate
 from amkspec.ir import BufferKind, FormatError, InstructionKind, MegakernelProgram, load, loads
 from amkspec.ir.jsonio import program_sha256
 from amkspec.proofs import Severity, validate
-from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
-from amkspec.proofs.certificate import CertificateError, certify
 from amkspec.proofs.diagnostics import CODES
 from amkspec.smt.examples import EXAMPLES, layered
 from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.conftest import FIXTURES
-from tests.proofs.forge import forge, refused
+from tests.evidence.forge import forge, refused
 
 TOY2 = FIXTURES / "toy2L__splitkv4__pos47.json"
 

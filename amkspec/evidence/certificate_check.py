@@ -1,6 +1,6 @@
 """The independent certificate checker (spec §2, §3): trust nothing but the IR types.
 
-A certificate (built by :mod:`amkspec.proofs.certificate`) claims that one program is
+A certificate (built by :mod:`amkspec.evidence.certificate`) claims that one program is
 deadlock-free and race-free. This module re-derives, from the program alone, every
 obligation behind that claim, with its **own** element-region arithmetic, and checks the
 certificate's evidence against them. It shares no code with the certifier or the

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from amkspec.evidence.certificate import certify
+from amkspec.evidence.certificate_check import CertificateRefused, check_certificate
 from amkspec.ir import BufferKind, DType, MegakernelProgram, ProgramBuilder
 from amkspec.ir import InstructionKind as K
 from amkspec.proofs import validate
-from amkspec.proofs.cert_check import CertificateRefused, check_certificate
-from amkspec.proofs.certificate import certify
-from tests.proofs.forge import forge, refused
+from tests.evidence.forge import forge, refused
 
 # -- GEMM_TILE m_off / M_tile: the row part of M401 --------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The exhaustive check as a run (:mod:`amkspec.proofs.exhaustive.check`, ``amkspec check-validator``):
+"""The exhaustive check as a run (:mod:`amkspec.evidence.exhaustive.check`, ``amkspec check-validator``):
 shards cover the domain exactly, the executors agree, a checkpoint lets a rerun skip what is done and
 continue a shard where it stopped, and a disagreement leaves a minimal witness file."""
 
@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from amkspec.cli import main
+from amkspec.evidence.exhaustive import agreement
+from amkspec.evidence.exhaustive import check as run_mod
+from amkspec.evidence.exhaustive.check import CheckpointError, Report, ShardResult, check, shards
+from amkspec.evidence.exhaustive.domain import Bound, Domain, build
 from amkspec.executors import make_executor
 from amkspec.ir import load
-from amkspec.proofs.exhaustive import agreement
-from amkspec.proofs.exhaustive import check as run_mod
-from amkspec.proofs.exhaustive.check import CheckpointError, Report, ShardResult, check, shards
-from amkspec.proofs.exhaustive.domain import Bound, Domain, build
 
 SMALL = Bound(tasks=2, counters=1)
 """162 + 3,807 classes: a few seconds."""

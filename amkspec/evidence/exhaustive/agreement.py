@@ -1,8 +1,8 @@
 """When ``validate()`` and the explicit-state model checker agree on a program (issue 9).
 
-Used by the exhaustive check (:mod:`amkspec.proofs.exhaustive.check`) and
+Used by the exhaustive check (:mod:`amkspec.evidence.exhaustive.check`) and
 ``tools/random_agreement.py``. The model checker
-(:mod:`amkspec.proofs.model_check`) reports *bad executions* (``kind``); ``validate()`` reports
+(:mod:`amkspec.evidence.model_check`) reports *bad executions* (``kind``); ``validate()`` reports
 *rule codes*. They agree on a program when
 
 1. validate accepts ⇔ the model checker finds no bad execution, except for the rejections
@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import copy
 
+from amkspec.evidence.model_check import Finding, check
 from amkspec.footprint import Memo
 from amkspec.ir import MegakernelProgram, Wait
 from amkspec.proofs import Diagnostic, Severity, validate
-from amkspec.proofs.model_check import Finding, check
 
 RULE_ONLY = frozenset({"S103", "D203", "D204", "D205", "R301", "R306", "R304"})
 """Codes that may reject a program on which no execution misbehaves (spec rules: counters start
