@@ -31,8 +31,8 @@ from amkspec.ir.bounded import parse_json, read_input
 from amkspec.ir.canonical import canonical_json
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION, BufferKind, DType, InstructionKind, MemSpace
 from amkspec.ir.errors import FormatError, PathPart, VersionError, VersionWarning, format_path
-from amkspec.ir.fastload import fast_loads
 from amkspec.ir.gcpause import gc_paused
+from amkspec.ir.jsonio_fast import fast_loads
 from amkspec.ir.limits import MAX_INT_DIGITS, MAX_SHAPE_DIMS
 from amkspec.ir.model import (
     Buffer,
@@ -354,7 +354,7 @@ def loads(text: str | bytes) -> MegakernelProgram:
 
     The text is parsed strictly and within limits (:func:`amkspec.ir.bounded.parse_json`):
     a repeated key, deep nesting or an over-long integer is a FormatError. A plainly fine
-    text takes the fast path (:func:`amkspec.ir.fastload.fast_loads`), which builds the very
+    text takes the fast path (:func:`amkspec.ir.jsonio_fast.fast_loads`), which builds the very
     same program; anything else is read, and reported, by the strict reader.
     """
     with gc_paused():

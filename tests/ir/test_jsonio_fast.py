@@ -1,4 +1,4 @@
-"""The fast path of loads (amkspec.ir.fastload, issue 13): the same program or the same error as
+"""The fast path of loads (amkspec.ir.jsonio_fast, issue 13): the same program or the same error as
 the strict reader, on every input."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from amkspec import dumps, loads
 from amkspec.ir import FormatError, VersionError, from_dict
 from amkspec.ir.bounded import parse_json
-from amkspec.ir.fastload import fast_loads
+from amkspec.ir.jsonio_fast import fast_loads
 from amkspec.strategies import arbitrary_programs, mutated_documents, valid_programs
 from tests.conftest import FIXTURES
 

@@ -1,4 +1,4 @@
-"""Prepared opcode steps (amkspec.semantics.prepared, issue 13): bit-identical to the reference
+"""Prepared opcode steps (amkspec.semantics.fast, issue 13): bit-identical to the reference
 functions, following the operands' values launch after launch, and None where not plain."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from amkspec.ir import InstructionKind
 from amkspec.semantics import OP_SEMANTICS, OpError
-from amkspec.semantics.prepared import prepare
+from amkspec.semantics.fast import prepare
 
 pytestmark = pytest.mark.numerics
 
