@@ -139,16 +139,8 @@ def _keyed_task_regions(
                     if cached is not None:
                         add((ins, cached[0], outs, cached[1]))
                         continue
-                if (
-                    type(params) is dict
-                    and codes_in is not None
-                    and codes_out is not None
-                    and None not in codes_in
-                    and None not in codes_out
-                ):
-                    cached = op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
-                    add((ins, cached[0], outs, cached[1]))
-                    continue
+                add(_missed(memo, key, op, params, codes_in, codes_out, ins, outs, task, buffers))
+                continue
             add(task_regions(task, buffers, memo))
         except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
             add(None)
@@ -188,19 +180,44 @@ def _rule_keyed_task_regions(
                         add(task_regions(task, buffers, memo))
                         continue
                 cached = get(key)
-                if cached is None and type(params) is dict:
-                    if codes_in is None or codes_out is None:
-                        codes_in, codes_out = tuple([code[b] for b in ins]), tuple([code[b] for b in outs])
-                    if None not in codes_in and None not in codes_out:
-                        cached = op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
                 if cached is not None:
                     add((ins, cached[0], outs, cached[1]))
                     continue
+                if type(params) is dict and (codes_in is None or codes_out is None):
+                    codes_in, codes_out = tuple([code[b] for b in ins]), tuple([code[b] for b in outs])
+                add(_missed(memo, key, op, params, codes_in, codes_out, ins, outs, task, buffers))
+                continue
             add(task_regions(task, buffers, memo))
         except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
             add(None)
     return found
 
+
+
+def _missed(
+    memo: Memo,
+    key: Any,
+    op: Any,
+    params: Any,
+    codes_in: tuple[int | None, ...] | None,
+    codes_out: tuple[int | None, ...] | None,
+    ins: Any,
+    outs: Any,
+    task: Any,
+    buffers: Mapping[int, Buffer],
+) -> TaskRegions:
+    """A task whose key is not in the memo yet: :func:`op_regions` of its operands, stored under
+    ``key``, when its params are a dict and each operand has a code; else :func:`task_regions`."""
+    if (
+        type(params) is dict
+        and codes_in is not None
+        and codes_out is not None
+        and None not in codes_in
+        and None not in codes_out
+    ):
+        regions = op_regions(memo, key, op, params, codes_in, codes_out)  # type: ignore[arg-type]
+        return ins, regions[0], outs, regions[1]
+    return task_regions(task, buffers, memo)
 
 def _own_operands(
     value: Any, code: Mapping[int, int | None], buffers: Mapping[int, Buffer], memo: Memo
