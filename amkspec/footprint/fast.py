@@ -193,7 +193,6 @@ def _rule_keyed_task_regions(
     return found
 
 
-
 def _missed(
     memo: Memo,
     key: Any,
