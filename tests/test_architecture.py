@@ -27,6 +27,7 @@ LIGHT = ("amkspec.ir", "amkspec.footprint", "amkspec.proofs", "amkspec.evidence"
 """Floors a laptop without torch or z3 can import (reading, validating and certifying programs)."""
 
 SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".h", ".cpp", ".c", ".md", ".toml", ".cfg", ".sh")
+SKIP = {"_build", "_generated", "build", "dist", "out", "__pycache__"}
 MAX_LINES, MAX_PROOFS_LINES = 900, 4_500
 
 
@@ -117,10 +118,13 @@ def test_the_lower_floors_import_neither_torch_nor_z3() -> None:
 
 
 def _sources() -> Iterator[Path]:
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
-    for name in tracked.stdout.splitlines():
-        if name.endswith(SOURCE_SUFFIXES) and (ROOT / name).is_file():
-            yield ROOT / name
+    """Source files of the repository (not build outputs, caches or hidden folders)."""
+    for path in ROOT.rglob("*"):
+        folders = path.relative_to(ROOT).parts[:-1]
+        hidden = any(f.startswith(".") or f.endswith(".egg-info") for f in folders)
+        skipped = hidden or SKIP.intersection(folders)
+        if path.suffix in SOURCE_SUFFIXES and not skipped and path.is_file():
+            yield path
 
 
 def test_no_source_file_is_over_900_lines() -> None:
