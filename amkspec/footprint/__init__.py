@@ -30,6 +30,7 @@ The package is pure Python (no torch, no z3) and stands on :mod:`amkspec.ir` alo
 * :mod:`~amkspec.footprint.fast`: every task at once (the validator's batch path), tested
   against the reference.
 """
+
 from __future__ import annotations
 
 from amkspec.footprint.fast import KEYED_MIN_TASKS, all_task_regions

@@ -7,9 +7,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from amkspec.footprint.regions import (
-    Region,
-)
+from amkspec.footprint.regions import Region
 from amkspec.footprint.rules import Operand
 from amkspec.ir import Buffer, DType
 from amkspec.ir.shapes import are_shapes, is_shape

@@ -10,11 +10,7 @@ from typing import Any
 import attrs
 
 from amkspec.footprint.memo import Memo
-from amkspec.footprint.regions import (
-    EMPTY,
-    Region,
-    union,
-)
+from amkspec.footprint.regions import EMPTY, Region, union
 from amkspec.footprint.rules import Operand, op_footprint
 from amkspec.ir import Buffer, InstructionKind
 
