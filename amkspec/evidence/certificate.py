@@ -16,7 +16,7 @@ A certificate (spec §3) is a JSON object:
   next occupant (spec §3.3);
 * ``pages``: for each page, its occupants in use, in the order their live ranges come.
 
-Which elements a task reads and writes comes from the one footprint module,
+Which elements a task reads and writes comes from the one footprint package,
 :mod:`amkspec.footprint`. The certificate is verified by
 :mod:`amkspec.evidence.certificate_check`, which shares none of this code.
 

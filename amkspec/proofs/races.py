@@ -4,7 +4,7 @@ A counter carries a count, not the identity of who finished, so a read is safe
 only when *every* other writer of the elements it reads happens-before the reader
 through dependency edges, and two writers of one buffer are safe only when their
 tiles are disjoint under one counter or they are totally ordered. Which elements a
-task reads and writes comes from the one footprint module
+task reads and writes comes from the one footprint package
 (:mod:`amkspec.footprint`); a declared operand the semantics do not touch
 (a NOP's outputs, KV_APPEND's cache input) is no read and no write. Happens-before
 queries go through :class:`amkspec.proofs.reach.Reachability` (direct edges
