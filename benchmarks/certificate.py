@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tables import write_result
 from timing import median_wall, peak_rss_mib, run_child, traced_peak_mib
 
+from amkspec.evidence.certificate import certify
+from amkspec.evidence.certificate_check import check_certificate
 from amkspec.ir import TARGETS, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
-from amkspec.proofs.cert_check import check_certificate
-from amkspec.proofs.certificate import certify
 from benchmarks.memory import layered_program
 
 WIDTH = 16

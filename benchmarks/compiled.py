@@ -32,9 +32,9 @@ from baseline import ROOT
 from tables import write_result
 
 RECORD = re.compile(r"^@attrs\.(define|frozen|mutable)", re.MULTILINE)
-ASIDE = ("cert_check.py", "certificate.py", "rule_keys.py", "codes.py")
-"""Modules ``validate()`` does not run (certificates) or that only name rules and codes (compiling
-those makes mypyc lose the types of the constants other modules import from them)."""
+ASIDE = ("rule_keys.py", "codes.py")
+"""Modules that only name rules and codes (compiling those makes mypyc lose the types of the
+constants other modules import from them)."""
 
 
 def compilable(package: Path) -> list[Path]:

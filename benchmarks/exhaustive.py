@@ -2,7 +2,7 @@
 
 Run: ``python3 benchmarks/exhaustive.py NAME [--tasks 4] [--buffers 2] [--counters 2] [--threshold 2]
 [--init] [--sm] [--pages] [--minutes 10] [--executor ray] [--workers 2] [--write-results]``.
-Runs :func:`amkspec.proofs.exhaustive.check.check` (what ``amkspec check-validator`` runs, without a
+Runs :func:`amkspec.evidence.exhaustive.check.check` (what ``amkspec check-validator`` runs, without a
 checkpoint) and prints its table and summary: per task count the programs, the symmetry classes and
 how many were checked; the bound reached, the classes per second, the disagreements. The machine's
 load average is printed with them. ``--write-results`` writes ``benchmarks/results/exhaustive_NAME.md``.
@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tables import write_result
 
+from amkspec.evidence.exhaustive.check import check
+from amkspec.evidence.exhaustive.domain import Bound, Domain
 from amkspec.executors import make_executor
-from amkspec.proofs.exhaustive.check import check
-from amkspec.proofs.exhaustive.domain import Bound, Domain
 
 
 def main() -> None:

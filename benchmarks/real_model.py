@@ -163,9 +163,9 @@ def _timed(fn: Callable[[Any], object], text: str, repeat: int) -> tuple[float, 
 
 
 def toolchain_table(repeat: int) -> list[str]:
+    from amkspec.evidence.certificate import certify
+    from amkspec.evidence.certificate_check import check_certificate
     from amkspec.proofs import validate
-    from amkspec.proofs.cert_check import check_certificate
-    from amkspec.proofs.certificate import certify
     from amkspec.smt.explain import explain
 
     prog = lower("smollm2-135m")

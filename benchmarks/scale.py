@@ -42,9 +42,9 @@ os.environ["RAY_worker_niceness"] = "0"  # noqa: SIM112 - Ray spells it so; work
 
 from tables import write_result
 
+from amkspec.evidence.exhaustive.check import check
+from amkspec.evidence.exhaustive.domain import Bound
 from amkspec.executors import Executor, make_executor
-from amkspec.proofs.exhaustive.check import check
-from amkspec.proofs.exhaustive.domain import Bound
 from amkspec.search import search
 
 SETUPS = [("serial", None), ("local", 1), ("local", 2), ("ray", 1), ("ray", 2)]
@@ -56,7 +56,7 @@ def _load() -> str:
 
 def warm(_: int) -> int:
     """A job that imports what the measured jobs import (torch among them): start-up, not work."""
-    import amkspec.proofs.exhaustive.check
+    import amkspec.evidence.exhaustive.check
     import amkspec.search.jobs  # noqa: F401
 
     return os.getpid()

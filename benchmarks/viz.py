@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from timing import median_wall
 
+from amkspec.evidence.replay import check_witness
 from amkspec.ir import load
-from amkspec.proofs.replay import check_witness
 from amkspec.smt.examples import EXAMPLES, layered
 from amkspec.smt.explain import explain
 from amkspec.viz import canvas

@@ -21,6 +21,7 @@ extensions = [
     "amkspec_tables",
     "amkspec_figures",
     "amkspec_rules",
+    "amkspec_architecture",
 ]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3

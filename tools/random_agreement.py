@@ -6,13 +6,13 @@ Programs come from :func:`amkspec.strategies.valid_programs` (all 20 opcodes, re
 and KV), half of them with one synchronisation mutation (a wait dropped or made partial, a
 counter shared, a tile moved onto its neighbour, a GEMM tile given another ``m_off``, a counter
 ``init`` set, a KV append moved). Agreement is
-:func:`amkspec.proofs.exhaustive.agreement.compare` (validate accepts ⇔ no bad execution, up
+:func:`amkspec.evidence.exhaustive.agreement.compare` (validate accepts ⇔ no bad execution, up
 to the listed rule-only codes; every model-checker finding explained by a code, R301 by the
 partial waits that cause it; D204/D205 on cycles that partial waits let run are rule-only). The
 run is reproducible: ``--seed`` seeds both hypothesis and the mutations. Prints the counts, the
 opcodes seen, every disagreement (with the program's JSON) and the time; exits 1 on a
 disagreement. A program with more reachable states than the model checker may visit
-(:class:`~amkspec.proofs.model_check.StateLimit`) is counted as such and not compared.
+(:class:`~amkspec.evidence.model_check.StateLimit`) is counted as such and not compared.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from amkspec.evidence.exhaustive.agreement import compare
+from amkspec.evidence.model_check import StateLimit
 from amkspec.ir import InstructionKind, MegakernelProgram, Wait, dumps
 from amkspec.proofs import validate
-from amkspec.proofs.exhaustive.agreement import compare
-from amkspec.proofs.model_check import StateLimit
 from amkspec.strategies import valid_programs
 
 K = InstructionKind

@@ -18,7 +18,7 @@ from amkspec.cli.params import FiniteFloatRange, executor_options
 from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
 
 SIZE = click.IntRange(1, None)
-"""A size of the domain (its largest values: :data:`amkspec.proofs.exhaustive.domain.LIMITS`)."""
+"""A size of the domain (its largest values: :data:`amkspec.evidence.exhaustive.domain.LIMITS`)."""
 
 
 @main.command("check-validator")
@@ -35,7 +35,7 @@ SIZE = click.IntRange(1, None)
 @click.option("--minutes", type=FiniteFloatRange(0.01, None), default=10.0, show_default=True,
               help="Stop after this long (a rerun continues where it stopped).")
 @click.option("--shard-size", type=click.IntRange(1, None), default=None,
-              help="Raw task lists per job (default: amkspec.proofs.exhaustive.check.SHARD_SIZE).")
+              help="Raw task lists per job (default: amkspec.evidence.exhaustive.check.SHARD_SIZE).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @executor_options
@@ -46,9 +46,9 @@ def check_validator(out_dir: str, tasks: int, buffers: int, counters: int, thres
     """validate() against the model checker on every program of a bounded domain, one per symmetry
     class: sharded, checkpointed, on --executor. Each disagreement is shrunk to a minimal program
     written under OUT/disagreements/."""
+    from amkspec.evidence.exhaustive.check import SHARD_SIZE, check
+    from amkspec.evidence.exhaustive.domain import Bound
     from amkspec.executors import make_executor
-    from amkspec.proofs.exhaustive.check import SHARD_SIZE, check
-    from amkspec.proofs.exhaustive.domain import Bound
 
     try:
         bound = Bound(tasks, buffers, counters, threshold, init, sm, pages)

@@ -85,8 +85,8 @@ def _accepted(prog: MegakernelProgram, file: str) -> None:
 @clean_errors
 def certify(file: str, output: str) -> None:
     """Write a certificate (execution order + happens-before paths) for an accepted program."""
-    from amkspec.proofs.certificate import CertificateError
-    from amkspec.proofs.certificate import certify as make
+    from amkspec.evidence.certificate import CertificateError
+    from amkspec.evidence.certificate import certify as make
 
     refuse_inputs(output, [file])
     prog = load_program(file)
@@ -108,7 +108,11 @@ def certify(file: str, output: str) -> None:
 @clean_errors
 def check_cert(file: str, cert: str) -> None:
     """Check a certificate against a program with the independent linear-time checker."""
-    from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
+    from amkspec.evidence.certificate_check import (
+        CertificateRefused,
+        MalformedCertificate,
+        check_certificate,
+    )
 
     prog = load_program(file)
     data = read_json_file(cert)

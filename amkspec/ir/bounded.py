@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from amkspec.ir.errors import FormatError
+from amkspec.ir.errors import FormatError, format_path
 from amkspec.ir.gcpause import gc_paused
 from amkspec.ir.limits import MAX_DECOMPRESSED_BYTES, MAX_INPUT_BYTES, MAX_JSON_DEPTH
 
@@ -202,8 +202,6 @@ def _stack_depth() -> int:
 
 def _find_duplicate(text: str, nonfinite: bool) -> FormatError:
     """The FormatError naming the first object (in document order) that repeats a key."""
-    from amkspec.ir.jsonio import format_path
-
     try:
         with _depth_capped(MAX_JSON_DEPTH.default):
             strict = {} if nonfinite else _FINITE
@@ -244,8 +242,6 @@ def _walk(value: Any, path: list[str | int]) -> Iterator[tuple[list[str | int], 
 
 def _check_surrogates(doc: Any) -> None:
     """Refuse a lone UTF-16 surrogate (``"\\ud800"``) in any key or string: it is no text."""
-    from amkspec.ir.jsonio import format_path
-
     for path, value in _walk(doc, []):
         keys = [path[-1]] if path and isinstance(path[-1], str) else []
         for s in (*keys, value):

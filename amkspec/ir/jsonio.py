@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 import os
 import re
@@ -29,9 +30,9 @@ from amkspec.ir.atomic import write_atomic
 from amkspec.ir.bounded import parse_json, read_input
 from amkspec.ir.canonical import canonical_json
 from amkspec.ir.enums import ABI_VERSION, IR_VERSION, BufferKind, DType, InstructionKind, MemSpace
-from amkspec.ir.errors import FormatError, VersionError, VersionWarning
-from amkspec.ir.fastload import fast_loads
+from amkspec.ir.errors import FormatError, PathPart, VersionError, VersionWarning, format_path
 from amkspec.ir.gcpause import gc_paused
+from amkspec.ir.jsonio_fast import fast_loads
 from amkspec.ir.limits import MAX_INT_DIGITS, MAX_SHAPE_DIMS
 from amkspec.ir.model import (
     Buffer,
@@ -46,7 +47,6 @@ from amkspec.ir.model import (
 from amkspec.ir.targets import GpuTarget
 
 T = TypeVar("T")
-PathPart = str | int
 
 RECORDS: tuple[type, ...] = (
     Wait, Buffer, Counter, Task, Page, PageAllocation, ScheduleConfig, GpuTarget, MegakernelProgram,
@@ -110,26 +110,6 @@ def _locate(exc: BaseException) -> tuple[list[PathPart], str]:
 def _nest(part: PathPart, exc: BaseException) -> _Bad:
     parts, reason = _locate(exc)
     return _Bad([part, *parts], reason)
-
-
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def format_path(parts: list[PathPart]) -> str:
-    """``["tasks", 3, "waits"]`` → ``tasks[3].waits``; the empty path is ``(root)`` (spec §6).
-
-    A key that is not a plain name (an int-keyed map's ``"3"``, a key with spaces) is
-    written as a quoted subscript: ``pages.buffer_to_page["3"]``.
-    """
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif _NAME.fullmatch(part):
-            text += f".{part}" if text else part
-        else:
-            text += f"[{json.dumps(part)}]"
-    return text or "(root)"
 
 
 # -- scalar hooks: JSON types are checked strictly (a bool is not an integer) ------------------
@@ -374,7 +354,7 @@ def loads(text: str | bytes) -> MegakernelProgram:
 
     The text is parsed strictly and within limits (:func:`amkspec.ir.bounded.parse_json`):
     a repeated key, deep nesting or an over-long integer is a FormatError. A plainly fine
-    text takes the fast path (:func:`amkspec.ir.fastload.fast_loads`), which builds the very
+    text takes the fast path (:func:`amkspec.ir.jsonio_fast.fast_loads`), which builds the very
     same program; anything else is read, and reported, by the strict reader.
     """
     with gc_paused():
@@ -394,6 +374,12 @@ def dumps(prog: MegakernelProgram) -> str:
         except RecursionError:
             raise FormatError("(root)", "not representable as JSON: nested too deeply") from None
 
+
+
+def program_sha256(prog: MegakernelProgram) -> str:
+    """SHA-256 of the program's canonical JSON (spec §6): binds a certificate or a cached
+    result to one program."""
+    return hashlib.sha256(dumps(prog).encode()).hexdigest()
 
 def load(path: str | os.PathLike[str]) -> MegakernelProgram:
     """Read a program from a ``.json`` (or gzip-compressed ``.json.gz``) file (spec §6)."""

@@ -19,9 +19,7 @@ from itertools import compress
 from operator import not_
 from typing import Any, TypeGuard
 
-from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
-from amkspec.proofs.columns import TaskColumns, every_exactly, task_columns
-from amkspec.proofs.footprint import (
+from amkspec.footprint import (
     EMPTY,
     KEYED_MIN_TASKS,
     Memo,
@@ -31,6 +29,8 @@ from amkspec.proofs.footprint import (
     region_of,
     task_regions,
 )
+from amkspec.ir import Buffer, Counter, MegakernelProgram, Task, Wait
+from amkspec.ir.columns import TaskColumns, every_exactly, task_columns
 from amkspec.proofs.reach import Reachability
 from amkspec.proofs.rule_keys import RULE_KEYS_AT_ONCE, operand_kinds, rule_keys
 
@@ -346,7 +346,7 @@ class ProgramIndex:
 
     @cached_property
     def columns(self) -> TaskColumns | None:
-        """The tasks a column at a time (:func:`~amkspec.proofs.columns.task_columns`), built on
+        """The tasks a column at a time (:func:`~amkspec.ir.columns.task_columns`), built on
         first use and shared by the checks that read it (structure, memory safety)."""
         return task_columns(self.tasks, *self.fields)
 
@@ -368,7 +368,7 @@ class ProgramIndex:
         return operand_kinds(self.buffers, self.buffers_well_formed)
 
     def regions(self, pos: int) -> TaskRegions:
-        """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.proofs.footprint`)."""
+        """The footprint of the task at ``pos`` per operand position (:mod:`amkspec.footprint`)."""
         found = self._regions[pos]
         if found is None:
             if not self._batched:  # every task at once: its checked operand lists are not checked again

@@ -19,7 +19,7 @@ from itertools import chain
 from typing import Any
 
 from amkspec.ir import Buffer, InstructionKind, MegakernelProgram, Task
-from amkspec.proofs.columns import TaskColumns, task_columns
+from amkspec.ir.columns import TaskColumns, task_columns
 from amkspec.proofs.diagnostics import Diagnostic
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.rule_keys import RULE_KEYS_AT_ONCE, operand_kinds, rule_keys

@@ -4,8 +4,8 @@ A counter carries a count, not the identity of who finished, so a read is safe
 only when *every* other writer of the elements it reads happens-before the reader
 through dependency edges, and two writers of one buffer are safe only when their
 tiles are disjoint under one counter or they are totally ordered. Which elements a
-task reads and writes comes from the one footprint module
-(:mod:`amkspec.proofs.footprint`); a declared operand the semantics do not touch
+task reads and writes comes from the one footprint package
+(:mod:`amkspec.footprint`); a declared operand the semantics do not touch
 (a NOP's outputs, KV_APPEND's cache input) is no read and no write. Happens-before
 queries go through :class:`amkspec.proofs.reach.Reachability` (direct edges
 first, then chunked ancestor bitsets), so every check runs at any program size.
@@ -19,9 +19,9 @@ from itertools import repeat
 from operator import gt
 from typing import Any
 
+from amkspec.footprint import Box, Region, first_overlap, region_of, uncovered
 from amkspec.ir import ON_CHIP_SPACES, READONLY_KINDS, BufferKind, MemSpace
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
-from amkspec.proofs.footprint import Box, Region, first_overlap, region_of, uncovered
 from amkspec.proofs.index import ProgramIndex, is_int
 from amkspec.proofs.structure import buffer_problem, page_index
 
@@ -414,7 +414,7 @@ def check_coverage(ix: ProgramIndex) -> Iterator[Diagnostic]:
 
 
 class _Uncovered:
-    """:func:`~amkspec.proofs.footprint.uncovered` memoised by the regions' identities (one check).
+    """:func:`~amkspec.footprint.uncovered` memoised by the regions' identities (one check).
 
     Only boxes matter. Tasks with equal operands and params share their Region objects (the
     footprint memo), so the tiles of every layer ask the same question; a region object is
@@ -441,7 +441,7 @@ class _Uncovered:
 
 
 class _Repeated:
-    """:func:`~amkspec.proofs.footprint.region_of` for a buffer named more than once by a task
+    """:func:`~amkspec.footprint.region_of` for a buffer named more than once by a task
     (or not at all). When it is every operand (SILU_MUL's ``[gate, gate]``) the region is the
     union of the whole reads list, which tasks with equal operands and params share: memoised by
     that list's identity (the memo keeps it alive)."""

@@ -13,8 +13,9 @@ from itertools import compress, count, repeat, zip_longest
 from operator import is_
 
 from amkspec.ir import Buffer, DType
-from amkspec.proofs.columns import TaskColumns
-from amkspec.proofs.shapes.context import are_shapes, operand_kind
+from amkspec.ir.columns import TaskColumns
+from amkspec.ir.shapes import are_shapes
+from amkspec.proofs.shapes.context import operand_kind
 from amkspec.proofs.shapes.registry import OP_RULES
 
 RULE_KEYS_AT_ONCE = 1 << 14
@@ -51,7 +52,7 @@ def rule_keys(
     column at a time.
 
     The key is what the shape rules of a task depend on: the opcode, the params
-    (:func:`~amkspec.proofs.columns.param_key`: exact about values, types and order), each
+    (:func:`~amkspec.ir.columns.param_key`: exact about values, types and order), each
     operand's shape and dtype (:func:`operand_kinds`; inputs then outputs, one column per operand slot,
     None past the last operand and for an unknown buffer) and, for
     :attr:`~amkspec.proofs.shapes.registry.OpRules.same_buffer` opcodes, which operands are one

@@ -35,9 +35,9 @@ from amkspec.ir import (
     Task,
     Wait,
 )
+from amkspec.ir.columns import TaskColumns, every_exactly
 from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
-from amkspec.proofs.columns import TaskColumns, every_exactly
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, as_list, is_int
 
@@ -450,7 +450,7 @@ def _ops_fit(columns: TaskColumns) -> bool:
     """Every task's input and output counts are its opcode's arity within the ABI caps, and its
     params hold the opcode's required ones, each known and fitting (:func:`_params_clean`): tested
     once per distinct ``(op, inputs, outputs, params)``, the params by their exact key
-    (:func:`~amkspec.proofs.columns.param_key`, all present)."""
+    (:func:`~amkspec.ir.columns.param_key`, all present)."""
     ops, ins, outs, keys = columns.ops, columns.inputs, columns.outputs, columns.param_keys
     by_key = dict(zip(keys, columns.params, strict=True))
     for op, n_in, n_out, key in set(zip(ops, map(len, ins), map(len, outs), keys, strict=True)):

@@ -25,11 +25,11 @@ from typing import Any
 import attrs
 
 from amkspec.ir import AmkspecError, GpuTarget, MegakernelProgram, ScheduleConfig
+from amkspec.ir.jsonio import program_sha256
 from amkspec.lower import knobs
 from amkspec.lower.errors import LoweringError
 from amkspec.lower.lowering import lower, resolve_model, resolve_target
 from amkspec.models.config import ModelConfig
-from amkspec.proofs.certificate import program_hash as program_sha256
 from amkspec.search.verdict import Verdict
 from amkspec.search.witnesses import Rejection, write_rejection
 from amkspec.vms import MEGAKERNEL_BACKENDS, VM_NAMES, make_vm

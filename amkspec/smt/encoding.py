@@ -40,7 +40,7 @@ from collections.abc import Iterable
 import attrs
 import z3
 
-from amkspec.proofs.trace import Event, Trace
+from amkspec.ir.trace import Event, Trace
 from amkspec.smt.view import ProgramView, SolverUnknown
 
 NEVER = None

@@ -24,10 +24,10 @@ from typing import Any
 
 import attrs
 
+from amkspec.evidence.replay import ReplayError, check_witness
 from amkspec.ir import MegakernelProgram
 from amkspec.proofs import Diagnostic, Severity, validate
 from amkspec.proofs.diagnostics import CODES, Family
-from amkspec.proofs.replay import ReplayError, check_witness
 from amkspec.smt.queries import Z3, Prover, QueryResult
 from amkspec.smt.view import PageShare, Unencodable
 from amkspec.smt.witness import Witness

@@ -54,8 +54,8 @@ import z3
 
 from amkspec.ir import BufferKind, MegakernelProgram
 from amkspec.ir.graph import kahn_order
+from amkspec.ir.trace import Event, Trace
 from amkspec.proofs.reach import Reachability
-from amkspec.proofs.trace import Event, Trace
 from amkspec.smt.encoding import Encoding, required_preds
 from amkspec.smt.view import PageShare, ProgramView, ReadObligation, WriterPair, build_view
 from amkspec.smt.witness import Blocked, BlockedWait, CycleEdge, Witness

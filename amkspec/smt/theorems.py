@@ -22,7 +22,7 @@ on one counter mean the larger threshold); ``n`` SMs cover every assignment; ``n
 every distinct tile boundary of ``n`` tasks. Not modelled: KV windows and row ranges (KV reads
 are whole), element regions other than column ranges, FUSED recipes, shapes and dtypes (M4xx).
 The link from these rules to the code of ``validate()`` is the exhaustive check
-(:mod:`amkspec.proofs.exhaustive`, ``amkspec check-validator``), not these theorems.
+(:mod:`amkspec.evidence.exhaustive`, ``amkspec check-validator``), not these theorems.
 
 Rule sets: ``"amkspec"`` is what :func:`amkspec.proofs.validate` enforces;
 ``"original"`` replaces the SM-queue rule by the reference validator's

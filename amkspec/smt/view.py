@@ -8,7 +8,7 @@ the read/write obligations the queries discharge, or raises :class:`Unencodable`
 with the reason. Dangling references keep their meaning in the execution model: a
 wait on a counter nobody increments never holds, an unknown buffer is not tracked.
 
-Which elements a task reads and writes comes from :mod:`amkspec.proofs.footprint`
+Which elements a task reads and writes comes from :mod:`amkspec.footprint`
 (the validator's footprint): a task *reads* a buffer when its read region is not
 empty, *writes* it when its write region is not empty, a read obligation names the
 writers whose regions overlap the reader's, and two writers form a pair when their
@@ -24,8 +24,8 @@ from collections.abc import Iterable
 
 import attrs
 
+from amkspec.footprint import Memo, Region, task_footprint, uncovered
 from amkspec.ir import AmkspecError, Buffer, BufferKind, MegakernelProgram
-from amkspec.proofs.footprint import Memo, Region, task_footprint, uncovered
 
 
 class Unencodable(AmkspecError, ValueError):

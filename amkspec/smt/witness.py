@@ -3,7 +3,7 @@
 A :class:`Witness` names the violated property, the tasks/buffers/counters
 involved and a trace of ``start``/``end`` events. Its JSON form
 (:meth:`Witness.to_dict`) is what ``amkspec explain --json`` prints and what
-:func:`amkspec.proofs.replay.check_witness` re-executes::
+:func:`amkspec.evidence.replay.check_witness` re-executes::
 
     {"kind": "read-race" | "kv-race" | "unwritten-read" | "write-race" | "page-clobber"
              | "deadlock" | "cycle",
@@ -33,9 +33,9 @@ from typing import Any
 
 import attrs
 
+from amkspec.evidence.replay import initial_counters
 from amkspec.ir import MegakernelProgram
-from amkspec.proofs.replay import initial_counters
-from amkspec.proofs.trace import Event, Trace
+from amkspec.ir.trace import Event, Trace
 
 KINDS = ("read-race", "kv-race", "unwritten-read", "write-race", "page-clobber", "deadlock", "cycle")
 

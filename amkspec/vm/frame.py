@@ -10,7 +10,7 @@ the same program with the same weights again and again, so a VM keeps a *frame*:
   ``bind`` would share with the caller's arrays stay shared, as long as the caller passes the
   very same array objects, with their values where they were and laid out as they were;
 * each task's operands, and a step per task: the prepared form of its opcode
-  (:func:`amkspec.semantics.prepared.prepare`) or its reference function on those operands.
+  (:func:`amkspec.semantics.fast.prepare`) or its reference function on those operands.
 
 The frame is built from one ordinary :func:`~amkspec.vm.binding.bind` (so a first launch
 reports every binding error exactly as ``bind`` does) and rebuilt whenever the shared weights
@@ -31,7 +31,7 @@ import torch
 
 from amkspec.ir import READONLY_KINDS, WEIGHT_KINDS, Buffer, BufferKind, MegakernelProgram
 from amkspec.semantics import OP_SEMANTICS, storage_shape, torch_dtype
-from amkspec.semantics.prepared import prepare
+from amkspec.semantics.fast import prepare
 from amkspec.vm.binding import (
     as_tensor,
     bind,

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from amkspec.proofs.trace import Event, Trace
+from amkspec.ir.trace import Event, Trace
 from amkspec.vm.errors import TraceError
 
 

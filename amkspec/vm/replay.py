@@ -7,7 +7,7 @@ become visible only at its ``end`` (when its out_counter is incremented). So a
 race witness — a trace where a reader starts before a writer of its input has
 ended — replays to the stale value the reader would really see. Every read is
 recorded with the other writers of the elements it reads (the footprints of
-:mod:`amkspec.proofs.footprint`) that had ended and those that had not; the
+:mod:`amkspec.footprint`) that had ended and those that had not; the
 latter, and reads of elements no other task writes at all (an ACTIVATION or
 IO_OUTPUT gap, a task reading its own output), are the stale reads. Reads of
 read-only kinds are recorded when some task writes them (spec §3.3, R307).
@@ -27,9 +27,9 @@ from typing import Any
 import attrs
 import torch
 
+from amkspec.footprint import Footprint, Memo, task_footprint, uncovered
 from amkspec.ir import BufferKind, MegakernelProgram, Task
-from amkspec.proofs.footprint import Footprint, Memo, task_footprint, uncovered
-from amkspec.proofs.trace import Event
+from amkspec.ir.trace import Event
 from amkspec.vm.errors import TraceError
 from amkspec.vm.plan import Plan
 

@@ -8,7 +8,7 @@ Usage (MyST)::
 
 The argument is a title of :data:`amkspec.smt.examples.EXAMPLES`. The directive
 runs :func:`amkspec.smt.explain.explain` on the example, replays the witness with
-:func:`amkspec.proofs.replay.check_witness`, and inlines two SVG pictures from
+:func:`amkspec.evidence.replay.check_witness`, and inlines two SVG pictures from
 :mod:`amkspec.viz` (the timeline of the first witnessed finding, and the program
 graph with that finding's tasks outlined). HTML builders show them; others skip them.
 """
@@ -23,8 +23,8 @@ from typing import Any
 from docutils import nodes
 from docutils.parsers.rst import Directive
 
+from amkspec.evidence.replay import check_witness
 from amkspec.ir import MegakernelProgram
-from amkspec.proofs.replay import check_witness
 from amkspec.smt.examples import EXAMPLES
 from amkspec.smt.explain import explain
 from amkspec.viz import canvas

@@ -2,7 +2,7 @@
 
 The gallery runs :func:`amkspec.smt.explain.explain` on each example of
 :mod:`amkspec.smt.examples` and renders the witness it finds (each replayed by
-:func:`amkspec.proofs.replay.check_witness` first), so the pages show what the
+:func:`amkspec.evidence.replay.check_witness` first), so the pages show what the
 tool prints today. Everything here takes well under a second.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from amkspec.evidence.replay import check_witness
 from amkspec.ir import MegakernelProgram
-from amkspec.proofs.replay import check_witness
 from amkspec.smt.examples import EXAMPLES, rule_only_partial_join
 from amkspec.smt.explain import KIND_OF_CODE, Explanation, explain
 from amkspec.smt.theorems import RULES, THEOREMS

@@ -1,4 +1,5 @@
-"""``amkspec.ir`` and ``amkspec.proofs`` need neither torch nor z3 (a laptop can read and check programs)."""
+"""``amkspec.ir``, ``amkspec.footprint``, ``amkspec.proofs`` and ``amkspec.evidence`` need neither
+torch nor z3 (a laptop can read and check programs)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from tests.conftest import ROOT
 PROBE = """
 import sys
 import amkspec, amkspec.ir, amkspec.ir.schema, amkspec.ir.summary
-import amkspec.proofs, amkspec.proofs.certificate, amkspec.proofs.cert_check, amkspec.proofs.model_check
-import amkspec.proofs.replay
+import amkspec.footprint, amkspec.proofs
+import amkspec.evidence.certificate, amkspec.evidence.certificate_check, amkspec.evidence.model_check
+import amkspec.evidence.replay, amkspec.evidence.exhaustive.check
 prog = amkspec.load("examples/decoder_layer.json")
 amkspec.ir.schema.program_schema()
 assert amkspec.proofs.validate(prog).ok
-amkspec.proofs.cert_check.check_certificate(prog, amkspec.proofs.certificate.certify(prog))
+amkspec.evidence.certificate_check.check_certificate(prog, amkspec.evidence.certificate.certify(prog))
 heavy = sorted(m for m in ("torch", "z3", "hypothesis") if m in sys.modules)
 print(",".join(heavy))
 """

@@ -14,7 +14,7 @@ from hypothesis import given
 
 from amkspec import FormatError, VersionError, dump, dumps, load, loads
 from amkspec.ir import IR_VERSION, VersionWarning, from_dict, to_dict
-from amkspec.ir.jsonio import format_path
+from amkspec.ir.errors import format_path
 from amkspec.ir.limits import MAX_INT_DIGITS
 from amkspec.strategies import arbitrary_programs, mutated_documents, valid_programs
 from tests.conftest import EXAMPLES, FIXTURES

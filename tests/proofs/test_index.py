@@ -7,7 +7,6 @@ spec defines it; the tests compare every attribute, including the key order of t
 
 from __future__ import annotations
 
-from collections import deque
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,6 +25,7 @@ from amkspec.ir import (
     Task,
     Wait,
 )
+from amkspec.ir.graph import kahn_order
 from amkspec.proofs.deadlock import check_waits, may_be_unsatisfiable, unsatisfiable_waits
 from amkspec.proofs.index import ProgramIndex, kahn
 from amkspec.proofs.outputs import check_outputs
@@ -49,20 +49,6 @@ def _users(refs_of: list[list[int]]) -> dict[int, list[int]]:
         for b in refs:
             users.setdefault(b, []).append(pos)
     return users
-
-
-def _fifo_kahn(preds: list[list[int]], succs: list[list[int]]) -> list[int] | None:
-    indeg = [len(p) for p in preds]
-    queue = deque(i for i in range(len(preds)) if not indeg[i])
-    order = []
-    while queue:
-        v = queue.popleft()
-        order.append(v)
-        for w in succs[v]:
-            indeg[w] -= 1
-            if not indeg[w]:
-                queue.append(w)
-    return order if len(order) == len(preds) else None
 
 
 def _direct(prog: MegakernelProgram) -> dict[str, Any]:
@@ -130,7 +116,9 @@ def _direct(prog: MegakernelProgram) -> dict[str, Any]:
         "min_threshold": lowest,
         "lowest_threshold": min(lowest.values(), default=None),
         "buffer_kinds": [getattr(b, "kind", None) for b in buffers.values()],
-        "topo": list(range(len(tasks))) if forward else _fifo_kahn(preds, succs),
+        "topo": list(range(len(tasks)))
+        if forward
+        else kahn_order(range(len(tasks)), [(p, pos) for pos, found in enumerate(preds) for p in found]),
     }
 
 
@@ -409,3 +397,29 @@ def test_an_output_kind_that_is_only_equal_to_io_output_is_no_output() -> None:
     prog.buffers[z].kind = int(BufferKind.IO_OUTPUT)  # == IO_OUTPUT, but not the member
     prog.buffers.append(SimpleNamespace(id=7))  # a record without a kind
     assert [d.buffers for d in check_outputs(ProgramIndex(prog))] == [(y,)] and x == 0
+
+
+@st.composite
+def _graphs(draw: st.DrawFn) -> tuple[int, set[tuple[int, int]]]:
+    """A graph on ``range(n)``: random edges (cycles and self-loops included) or a random DAG
+    (edges from a lower to a higher position of a random permutation)."""
+    n = draw(st.integers(0, 12))
+    if n == 0:
+        return 0, set()
+    pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))
+    edges = draw(st.sets(pairs, max_size=3 * n))
+    if draw(st.booleans()):
+        rank = {v: i for i, v in enumerate(draw(st.permutations(range(n))))}
+        edges = {(a, b) if rank[a] < rank[b] else (b, a) for a, b in edges if a != b}
+    return n, edges
+
+
+@given(_graphs())
+def test_kahn_over_positions_is_the_reference_kahn_order(graph: tuple[int, set[tuple[int, int]]]) -> None:
+    """The index's :func:`kahn` (positions, the index's sorted predecessor and successor lists) is
+    :func:`amkspec.ir.graph.kahn_order`, the reference's Kahn (spec §2): the same order on a DAG,
+    None on a cycle."""
+    n, edges = graph
+    preds: list[list[int]] = [sorted(a for a, b in edges if b == v) for v in range(n)]
+    succs: list[list[int]] = [sorted(b for a, b in edges if a == v) for v in range(n)]
+    assert kahn(n, preds, succs) == kahn_order(range(n), edges)

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import WEIGHT_KINDS, Buffer, BufferKind, DType, MegakernelProgram, Wait
-from amkspec.proofs.columns import task_columns
+from amkspec.ir.columns import task_columns
 from amkspec.proofs.index import ProgramIndex, as_list
 from amkspec.proofs.rule_keys import operand_kinds as _kinds
 from amkspec.proofs.structure import (

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import MegakernelProgram, Task
+from amkspec.ir.columns import param_key, task_columns
 from amkspec.proofs import memory
-from amkspec.proofs.columns import param_key, task_columns
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import check_memory_safety
 from amkspec.proofs.rule_keys import operand_kinds, rule_keys

@@ -17,10 +17,10 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from amkspec.footprint import Memo, all_task_regions, task_regions
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, MegakernelProgram
+from amkspec.ir.columns import task_columns
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
-from amkspec.proofs.columns import task_columns
-from amkspec.proofs.footprint import Memo, all_task_regions, task_regions
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.shapes import attention
 from amkspec.proofs.shapes.context import buffer_operand, is_integer_dtype, operand_kind

@@ -1,7 +1,7 @@
 """The race checks' shortcuts change no verdict (spec §3.3): each fast path is compared with the
 general computation it skips, and a case just outside it still gets its diagnostic.
 
-- footprint memo: one :class:`~amkspec.proofs.footprint.Memo` over many tasks gives every task the
+- footprint memo: one :class:`~amkspec.footprint.Memo` over many tasks gives every task the
   footprint a fresh memo gives it (ids are exact ints: ``True`` is not buffer 1);
 - ``first_overlap``: disjoint column tiles are recognised without the sweep, and its answer
   always equals the sweep's;
@@ -27,19 +27,18 @@ from unittest import mock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
-from amkspec.proofs import races, validate
-from amkspec.proofs.footprint import (
+from amkspec.footprint import (
     Box,
     Memo,
     Region,
-    _disjoint_tiles,
-    _sweep_overlap,
     first_overlap,
     task_footprint,
     task_regions,
     uncovered,
 )
+from amkspec.footprint.regions import _disjoint_tiles, _sweep_overlap
+from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
+from amkspec.proofs import races, validate
 from amkspec.proofs.index import ProgramIndex, kahn
 from amkspec.proofs.reach import Reachability
 from amkspec.strategies import arbitrary_programs, valid_programs

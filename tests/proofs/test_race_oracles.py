@@ -3,7 +3,7 @@
 Each fast path is compared with the direct computation it replaces, on valid programs, on
 mutated ones and on records no loader would produce:
 
-- the batch :func:`~amkspec.proofs.footprint.all_task_regions` equals :func:`task_regions` of each
+- the batch :func:`~amkspec.footprint.all_task_regions` equals :func:`task_regions` of each
   task, also for records that are not Tasks, opcodes that are not InstructionKind, params that are
   not dicts, operand tuples, buffers named twice and unusable buffers;
 - ``Memo.codes_of`` (every buffer at once) gives each buffer the operand ``Memo.code`` gives it;
@@ -24,9 +24,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from amkspec.footprint import Memo, Operand, Region, task_regions, union
 from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, DType, InstructionKind, MegakernelProgram
 from amkspec.proofs import races
-from amkspec.proofs.footprint import Memo, Operand, Region, task_regions, union
 from amkspec.proofs.index import ProgramIndex
 from amkspec.strategies import arbitrary_programs, valid_programs
 

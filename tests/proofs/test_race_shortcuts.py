@@ -8,7 +8,7 @@ the findings compared byte for byte, and each memo is compared with the function
   (coverage and write-write key their memos by its id);
 - reachability: a chain of first predecessors, a few steps deep, answers a pair before any pass;
 - ``read_region``/``write_region`` of an operand named once take its region without
-  :func:`~amkspec.proofs.footprint.region_of`'s list, and coverage's :class:`races._Repeated`
+  :func:`~amkspec.footprint.region_of`'s list, and coverage's :class:`races._Repeated`
   (a buffer named at every operand) equals :func:`region_of`.
 
 Switching off is done on the index the checks read (``succs``/``producers`` that match nothing,
@@ -27,10 +27,10 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
+from amkspec.footprint import EMPTY, Region, region_of
 from amkspec.ir import Buffer, BufferKind, Counter, DType, InstructionKind, MegakernelProgram, Task, Wait
 from amkspec.proofs import races, reach
 from amkspec.proofs.diagnostics import Diagnostic
-from amkspec.proofs.footprint import EMPTY, Region, region_of
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.reach import Reachability
 from amkspec.strategies import arbitrary_programs, valid_programs

@@ -1,7 +1,7 @@
 """The rule keys built once per index serve the footprint batch and memory safety (spec §3.3, §7).
 
 :attr:`~amkspec.proofs.index.ProgramIndex.rule_keys` (round 7) is one key per task, shared by the
-footprint batch (:func:`~amkspec.proofs.footprint.all_task_regions` with ``rule_keys``) and the
+footprint batch (:func:`~amkspec.footprint.all_task_regions` with ``rule_keys``) and the
 memory-safety memo. Here, on random, repeated and malformed programs: the batch keyed that way
 gives every task what :func:`task_regions` gives it on its own, the shared keys are the ones
 memory safety would build itself, and the findings with them are those of checking every task.
@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from amkspec.footprint import Memo, all_task_regions, task_regions
 from amkspec.ir import MegakernelProgram
 from amkspec.proofs.diagnostics import Diagnostic
-from amkspec.proofs.footprint import Memo, all_task_regions, task_regions
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import check_memory_safety
 from amkspec.proofs.rule_keys import operand_kinds, rule_keys
 from amkspec.proofs.structure import check_structure
+from tests.footprint.test_keyed_footprints import _as_tuples, _keyed_programs
 from tests.proofs.test_column_fast_paths import repeated_tasks
-from tests.proofs.test_keyed_footprints import _as_tuples, _keyed_programs
 
 _PROGRAMS = st.one_of(_keyed_programs(), repeated_tasks())
 """Malformed programs, and well-formed ones with repeated tasks (whose buffers give shared keys)."""

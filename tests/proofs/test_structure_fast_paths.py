@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import TARGETS, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
+from amkspec.ir.shapes import are_shapes, is_shape
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import _records, check_memory_safety
 from amkspec.proofs.rule_keys import operand_kinds as _kinds
-from amkspec.proofs.shapes.context import are_shapes, is_shape, operand_kind
+from amkspec.proofs.shapes.context import operand_kind
 from amkspec.proofs.structure import (
     _all_fine,
     buffer_cap,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from amkspec.semantics import OP_SEMANTICS, torch_dtype
 from amkspec.semantics.edges import EDGE_CASES, INT32_MIN, INT64_MIN, EdgeCase, to_integer
-from amkspec.semantics.prepared import prepare
+from amkspec.semantics.fast import prepare
 from tests.semantics.edge_cases import (
     ROW_COUNTS,
     assert_table_value,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from amkspec.evidence.model_check import check
+from amkspec.evidence.replay import check_witness
 from amkspec.ir import MegakernelProgram
 from amkspec.proofs import Severity, validate
-from amkspec.proofs.model_check import check
-from amkspec.proofs.replay import check_witness
 from amkspec.smt import Prover, Unencodable
 from amkspec.smt.explain import explain
 

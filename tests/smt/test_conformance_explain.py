@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from amkspec.evidence.replay import check_witness
 from amkspec.ir import from_dict
-from amkspec.proofs.replay import check_witness
 from amkspec.smt.explain import explain
 from tests.conftest import ROOT
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from amkspec.evidence.replay import check_witness
 from amkspec.ir import load
-from amkspec.proofs.replay import check_witness
 from amkspec.smt.examples import EXAMPLES, rule_only_partial_join
 from amkspec.smt.explain import explain
 from tests.conftest import FIXTURES

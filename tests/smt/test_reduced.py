@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 from amkspec import load
+from amkspec.evidence.replay import ReplayError, check_witness
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task, Wait
-from amkspec.proofs.replay import ReplayError, check_witness
 from amkspec.smt import Prover, Unencodable, queries
 from amkspec.smt.encoding import Encoding
 from amkspec.smt.examples import layered

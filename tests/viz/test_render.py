@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from amkspec.evidence.replay import check_witness
 from amkspec.ir import Wait, from_dict
-from amkspec.proofs.replay import check_witness
 from amkspec.smt import Prover
 from amkspec.smt.examples import EXAMPLES, layered
 from amkspec.smt.explain import KIND_OF_CODE, explain

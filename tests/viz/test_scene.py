@@ -8,7 +8,7 @@ from hypothesis import given
 
 from amkspec.ir import load
 from amkspec.ir.graph import dependency_edges, topological_order
-from amkspec.proofs.trace import trace_from_json
+from amkspec.ir.trace import trace_from_json
 from amkspec.smt.examples import EXAMPLES
 from amkspec.smt.witness import annotate
 from amkspec.strategies import arbitrary_programs

@@ -156,7 +156,7 @@ def tiled_dags(draw: st.DrawFn, max_tasks: int = 8) -> tuple[MegakernelProgram, 
 @st.composite
 def interleavings(draw: st.DrawFn, program: MegakernelProgram) -> list[Any]:
     """A legal start/end trace of ``program`` in which running tasks overlap at random."""
-    from amkspec.proofs.trace import Event
+    from amkspec.ir.trace import Event
 
     values = {c.id: 0 for c in program.counters}
     started: set[int] = set()

@@ -8,13 +8,17 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from amkspec.ir import ScheduleConfig
+from amkspec.ir import BufferKind, MegakernelProgram, ScheduleConfig
 from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import TOY_2L, make_weights
+from amkspec.strategies import valid_programs
 from amkspec.vm import BindingError, ExecutionError, ReferenceVM, Replay
 from tests.vm.programs import add_weight, embed_append, kv_program
+from tests.vm_cuda.operands import operands
 
 CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 32}}, page_allocation="graph_color")
 FRESH = Replay(trace=[], finish=True)
@@ -40,6 +44,32 @@ def test_launches_match_a_fresh_binding_step_after_step(toy: Any) -> None:
         kv = {k: v for k, v in out.items() if k.endswith("cache")}
     assert vm.run(weights, step_inputs(2, [5])).keys() == out.keys()  # the VM's own caches, no kv
 
+
+
+def _same_bits(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    """The same keys, and tensors of the same dtype and shape whose values are the same (NaN where
+    the other has NaN): both paths run the same reference numerics on this host."""
+    return a.keys() == b.keys() and all(
+        a[k].dtype == b[k].dtype
+        and a[k].shape == b[k].shape
+        and torch.equal(a[k].isnan(), b[k].isnan())
+        and torch.equal(a[k].nan_to_num(0.0), b[k].nan_to_num(0.0))
+        for k in a
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(valid_programs(max_tasks=12), st.integers(0, 2**16))
+def test_launches_match_a_fresh_binding_on_valid_programs(program: MegakernelProgram, seed: int) -> None:
+    """The frame (the fast path, launch after launch) gives what ``bind`` afresh and the reference
+    functions give, on any valid program, for a first launch and one that carries its caches."""
+    weights, inputs = operands(program, seed)
+    _, later = operands(program, seed + 1)
+    vm, fresh = ReferenceVM(program), ReferenceVM(program)
+    out = vm.run(weights, inputs)
+    assert _same_bits(out, fresh.run(weights, inputs, policy=FRESH))
+    kv = {b.name: out[b.name] for b in program.buffers if b.kind is BufferKind.KV_CACHE}
+    assert _same_bits(vm.run(weights, later, kv), fresh.run(weights, later, kv, policy=FRESH))
 
 def test_new_or_edited_weights_are_seen(toy: Any) -> None:
     prog, weights = toy

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from amkspec.proofs.trace import Event
+from amkspec.ir.trace import Event
 from amkspec.vm import DeadlockError, ReferenceVM, RefusedProgram, Replay, TraceError
 from tests.vm.programs import chain, two_tiles
 

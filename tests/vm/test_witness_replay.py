@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from amkspec.ir import BufferKind, DType, ProgramBuilder
-from amkspec.proofs.trace import Event
+from amkspec.ir.trace import Event
 from amkspec.vm import ReferenceVM, Replay, TraceError, replay_trace
 from tests.vm.programs import K, paged_pair, two_tiles
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from itertools import chain
 from typing import Any
 
 import attrs
@@ -18,6 +17,7 @@ import attrs
 from amkspec.ir import Buffer, DType, InstructionKind, Task
 from amkspec.ir.enums import INTEGER_DTYPES
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
+from amkspec.ir.shapes import is_shape
 from amkspec.proofs.diagnostics import Diagnostic, diag
 
 
@@ -60,30 +60,6 @@ class Operand:
 
     def __repr__(self) -> str:
         return f"Operand({self.name!r}, {self.shape!r}, {self.dtype!r})"
-
-
-def is_shape(shape: Any) -> bool:
-    """A shape the rules can reason about: a tuple of non-negative ints (no bools)."""
-    if not isinstance(shape, tuple):
-        return False
-    for d in shape:  # noqa: SIM110 - a plain loop is 2-3x faster than all() over a generator
-        if type(d) is not int or d < 0:
-            return False
-    return True
-
-
-def are_shapes(shapes: list[Any]) -> bool:
-    """:func:`is_shape` of every entry, a column at a time: True only when each one is exactly a
-    tuple of exact non-negative ints (a subclass or a bool makes it False: take the per-entry path)."""
-    return shape_dims(shapes) is not None
-
-
-def shape_dims(shapes: list[Any]) -> list[int] | None:
-    """Every dim of every shape, in order, when :func:`are_shapes`; else None."""
-    if not {*map(type, shapes)} <= {tuple}:
-        return None
-    dims = list(chain.from_iterable(shapes))
-    return dims if {*map(type, dims)} <= {int} and min(dims, default=0) >= 0 else None
 
 
 def operand_kind(buf: Buffer) -> tuple[tuple[int, ...], DType | None] | None:

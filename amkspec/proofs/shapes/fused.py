@@ -16,8 +16,9 @@ import attrs
 
 from amkspec.ir import DType, FusedPattern, InstructionKind
 from amkspec.ir.opcodes import OP_REGISTRY, PARAM_FIELDS, RECIPE_DTYPES, VARIADIC
+from amkspec.ir.shapes import is_shape
 from amkspec.proofs.shapes import codes as C
-from amkspec.proofs.shapes.context import OpContext, Operand, Rule, int_param, is_shape
+from amkspec.proofs.shapes.context import OpContext, Operand, Rule, int_param
 
 FINAL = "final"
 
