@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "amkspec"
 OPCODES = PACKAGE / "ir" / "opcodes.py"
 ENUMS = PACKAGE / "ir" / "enums.py"
+LIMITS = PACKAGE / "ir" / "limits.py"
 DEFAULTS = [(kind, key, value) for kind, values in PARAM_DEFAULTS.items() for key, value in values.items()]
 NAMES_OF_LAUNCH_FACTS = ("WARP", "BLOCK", "THREADS")
 OTHER_BLOCKS = {PACKAGE / "models" / "ggml_blocks.py"}
@@ -157,6 +158,17 @@ def test_abi_caps_and_launch_facts_are_read_from_amkspec_ir() -> None:
         if path not in OTHER_BLOCKS:
             found += list(_launch_literals(path))
     assert not found, "ABI caps or launch facts typed again:\n" + "\n".join(found)
+
+
+def test_the_float32_bound_is_typed_once() -> None:
+    """Rule 4, last fact: the largest finite float32 (S111, the certificate checker) is
+    ``amkspec.ir.limits.FLOAT32_MAX``."""
+    found = [
+        str(path.relative_to(ROOT))
+        for path in _sources("amkspec/**/*.py", "vm_cuda/*.py", skip=frozenset({LIMITS}))
+        if re.search(r"3\.40282346\d*e\+?38", path.read_text())
+    ]
+    assert not found, f"FLOAT32_MAX typed again in {found}"
 
 
 def _one_task(kind: InstructionKind, fused: bool) -> Packer:
