@@ -28,18 +28,19 @@ def megakernel_backend(name: str) -> Literal["cpu", "cuda"]:
 
 
 def make_vm(name: str, program: MegakernelProgram, *, policy: Any = None,
-            timeout_s: float | None = None) -> Any:
+            timeout_s: float | None = None, validation: Any = None) -> Any:
     """The VM ``name`` loaded with ``program`` (each refuses a program ``validate()`` rejects).
 
-    ``policy`` applies to the ReferenceVM, ``timeout_s`` (the watchdog) to the megakernel.
+    ``policy`` applies to the ReferenceVM, ``timeout_s`` (the watchdog) to the megakernel;
+    ``validation`` (the caller's result of ``validate()`` on this very program) to both.
     """
     if name == "reference":
         from amkspec.vm import ReferenceVM
 
-        return ReferenceVM(program, policy=policy)
+        return ReferenceVM(program, policy=policy, validation=validation)
     backend = megakernel_backend(name)
     import vm_cuda
 
     if timeout_s is None:
-        return vm_cuda.MegakernelVM(program, backend=backend)
-    return vm_cuda.MegakernelVM(program, backend=backend, timeout_s=timeout_s)
+        return vm_cuda.MegakernelVM(program, backend=backend, validation=validation)
+    return vm_cuda.MegakernelVM(program, backend=backend, timeout_s=timeout_s, validation=validation)

@@ -18,6 +18,8 @@ from typing import Any
 
 from amkspec.conformance.rules import validate_case_rules
 from amkspec.ir import (
+    ABI_MAX_RANK,
+    ABI_MAX_WAITS,
     TARGETS,
     BufferKind,
     Counter,
@@ -215,6 +217,11 @@ def _noop(p: MegakernelProgram) -> None:
     del p
 
 
+def _residual_waits(n: int) -> Mutation:
+    """Pad the residual's waits with ``Wait(0, 1)`` up to ``n``."""
+    return lambda p: p.tasks[3].waits.extend([Wait(0, 1)] * (n - len(p.tasks[3].waits)))
+
+
 def _overlap_tiles(p: MegakernelProgram) -> None:
     p.tasks[1].params["N_tile"] = 8
 
@@ -271,18 +278,18 @@ CATALOGUE: list[Case] = [
     (
         "S106",
         "too_many_waits",
-        "the residual has 9 waits",
-        lambda p: p.tasks[3].waits.extend([Wait(0, 1)] * 7),
-        lambda p: p.tasks[3].waits.extend([Wait(0, 1)] * 6),
-        "the residual has exactly 8 waits",
+        f"the residual has {ABI_MAX_WAITS + 1} waits",
+        _residual_waits(ABI_MAX_WAITS + 1),
+        _residual_waits(ABI_MAX_WAITS),
+        f"the residual has exactly {ABI_MAX_WAITS} waits",
     ),
     (
         "S107",
-        "rank_5_buffer",
-        "an unused buffer of rank 5",
-        lambda p: add_buffer(p, "big", BufferKind.ACTIVATION, (1, 1, 1, 1, 8)),
-        lambda p: add_buffer(p, "big", BufferKind.ACTIVATION, (1, 1, 1, 8)),
-        "the unused buffer has rank 4",
+        f"rank_{ABI_MAX_RANK + 1}_buffer",
+        f"an unused buffer of rank {ABI_MAX_RANK + 1}",
+        lambda p: add_buffer(p, "big", BufferKind.ACTIVATION, (1,) * ABI_MAX_RANK + (8,)),
+        lambda p: add_buffer(p, "big", BufferKind.ACTIVATION, (1,) * (ABI_MAX_RANK - 1) + (8,)),
+        f"the unused buffer has rank {ABI_MAX_RANK}",
     ),
     (
         "S108",

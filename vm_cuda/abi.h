@@ -28,6 +28,11 @@
 #define AMK_MAX_WAITS 8
 #define AMK_MAX_RANK 4
 
+/* launch: threads per warp and the largest block the ops accept (amkspec.ir.WARP,
+ * amkspec.ir.MAX_THREADS_PER_BLOCK; spec §5.1, O503) */
+#define AMK_WARP 32
+#define AMK_OP_MAX_THREADS 1024
+
 /* section alignment of the image and of every tensor in its data section */
 #define AMK_IMAGE_ALIGN 256
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from amkspec.ir import AmkspecError
+from amkspec.ir import MAX_THREADS_PER_BLOCK, AmkspecError
 from amkspec.ir.atomic import write_atomic
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -33,7 +33,7 @@ SOURCE_DIR = Path(__file__).resolve().parent
 COMMON_FLAGS = ("-std=c++20", "-x", "c++", "-pthread", "-Wall", "-Wextra", "-DAMK_CPU_BUILD")
 VARIANTS: dict[str, tuple[str, ...]] = {
     "release": ("-O2",),
-    "release-wide": ("-O2", "-DAMK_BLOCK_THREADS=1024"),
+    "release-wide": ("-O2", f"-DAMK_BLOCK_THREADS={MAX_THREADS_PER_BLOCK}"),
     "tsan": ("-O1", "-g", "-fsanitize=thread"),
     "asan": (
         "-O1",

@@ -134,11 +134,11 @@ def watchdog_ns(timeout_s: Any) -> int:
 
 
 def refuse_rejected(program: MegakernelProgram, validation: Any = None) -> Any:
-    """``validate(program)`` (or the given result of it); :class:`RefusedProgram` if it rejects."""
-    if validation is None:
-        from amkspec.proofs import validate
+    """``validate(program)`` (or the given result of it: :func:`amkspec.proofs.validated`);
+    :class:`RefusedProgram` if it rejects."""
+    from amkspec.proofs import validated
 
-        validation = validate(program)
+    validation = validated(program, validation)
     if not validation.ok:
         raise RefusedProgram(validation, vm="MegakernelVM")
     return validation

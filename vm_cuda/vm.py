@@ -69,6 +69,8 @@ class MegakernelVM:
     ``last_status`` is the last launch's :class:`RunStatus`; ``run`` raises
     :class:`KernelTimeout` / :class:`KernelFault` when it is not OK. ``_unsafe_skip_validation``
     is test-only: it lets a program the validator rejects reach the kernel (to force a deadlock).
+    ``validation``: the caller's result of ``validate()`` on this very program, used when its stats
+    match (:func:`amkspec.proofs.validated`); a rejected program is refused either way.
     As the ReferenceVM does, it validates and runs its own snapshot of ``program``
     (``self.program``; read it, never change it): a later change to ``program`` never runs.
     Weights are uploaded on the first launch and again for a weight whose value is not the object
@@ -85,6 +87,7 @@ class MegakernelVM:
         deadline_s: float | None = None,
         threads_per_block: int | None = None,
         variant: str = "release",
+        validation: Any = None,
         _unsafe_skip_validation: bool = False,
     ) -> None:
         if watchdog_ns(timeout_s) == 0:
@@ -96,7 +99,7 @@ class MegakernelVM:
         self.backend = backend
         self.timeout_s = timeout_s
         self.deadline_s = deadline_s if deadline_s is not None else default_deadline(timeout_s)
-        self.validation = None if _unsafe_skip_validation else refuse_rejected(program)
+        self.validation = None if _unsafe_skip_validation else refuse_rejected(program, validation)
         if threads_per_block is None and backend == "cuda" and program.config is not None:
             threads_per_block = program.config.threads_per_block
         self.runtime = make_runtime(backend, threads_per_block, variant)

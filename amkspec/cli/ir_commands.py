@@ -18,12 +18,13 @@ from amkspec.ir.schema import program_schema
 from amkspec.ir.summary import summarize
 
 
-def verdict(prog: MegakernelProgram, *, escaped: bool = False) -> dict[str, Any]:
-    """``{"valid", "errors", "warnings", "first_errors"}`` from :func:`amkspec.validate` (spec §3);
-    ``escaped``: the errors as a text report shows them (:func:`display_result`)."""
-    from amkspec.proofs import validate
+def verdict(prog: MegakernelProgram, *, escaped: bool = False, validation: Any = None) -> dict[str, Any]:
+    """``{"valid", "errors", "warnings", "first_errors"}`` from :func:`amkspec.validate` (spec §3), or
+    from ``validation``, its result on ``prog`` already; ``escaped``: the errors as a text report shows
+    them (:func:`display_result`)."""
+    from amkspec.proofs import validated
 
-    result = validate(prog)
+    result = validated(prog, validation)
     if escaped:
         result = display_result(result)
     return {
@@ -104,13 +105,17 @@ def info(file: str | None, checkpoint: str | None, dequantize: bool, as_json: bo
     if layer is not None and around is not None:
         fail("give --layer or --around, not both")
     file = name
+    from amkspec.proofs import validate
+
+    result = validate(prog)  # once, for the highlight and the verdict
     if svg or png:
         from amkspec.viz.export import write_graph
 
-        lines = write_graph(prog, file, svg=svg, png=png, highlight=highlight, layer=layer, around=around)
+        lines = write_graph(prog, file, svg=svg, png=png, highlight=highlight, layer=layer, around=around,
+                            validation=result)
         for line in lines:
             click.echo(f"wrote {line}", err=as_json)
-    v = verdict(prog, escaped=not as_json)
+    v = verdict(prog, escaped=not as_json, validation=result)
     summary = summarize(prog if as_json else display_program(prog))
     if as_json:
         echo_json({"file": file, **summary, "validation": v})

@@ -9,7 +9,7 @@ validator: only ``amkspec.ir`` (records, enums, the opcode registry, canonical J
 What it checks, in time linear in the program plus the certificate (plus a sort):
 
 * **well-formedness it relies on** (spec §1): ids equal to list positions, every reference resolves,
-  ABI caps and arity, required params, rank ≤ 4, positive int thresholds, counter
+  ABI caps and arity, required params, the ABI rank cap, positive int thresholds, counter
   ``init`` 0 (spec §1.5, §2.3), a threshold on a shared counter equal to its producer
   count (all-join, §3.3), SM in range, on-chip buffers private to one SM (§1.6), no write
   to a read-only kind (WEIGHT, CONST, IO_INPUT: their readers take no dependency);
@@ -50,8 +50,14 @@ from collections.abc import Iterator
 from typing import Any, TypeGuard
 
 from amkspec.ir import (
+    ABI_MAX_INPUTS,
+    ABI_MAX_OUTPUTS,
+    ABI_MAX_RANK,
+    ABI_MAX_WAITS,
+    MAX_THREADS_PER_BLOCK,
     OP_REGISTRY,
     PARAM_FIELDS,
+    WARP,
     BufferKind,
     DType,
     InstructionKind,
@@ -60,7 +66,7 @@ from amkspec.ir import (
     dumps,
 )
 from amkspec.ir.gcpause import gc_paused
-from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
+from amkspec.ir.limits import FLOAT32_MAX, MAX_BUFFER_BYTES_NO_TARGET
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, opcode_of
 
 FORMAT = "amkspec-certificate"
@@ -69,10 +75,7 @@ VERSION = 2
 _TRANSIENT = (BufferKind.ACTIVATION, BufferKind.IO_OUTPUT, BufferKind.KV_CACHE)
 _READ_ONLY = (BufferKind.WEIGHT, BufferKind.CONST, BufferKind.IO_INPUT)
 _ON_CHIP = (MemSpace.SMEM, MemSpace.REGISTER)
-_CAPS = {"inputs": 8, "outputs": 4, "waits": 8}
-_MAX_RANK = 4
-_FLOAT32_MAX = 3.4028234663852886e38
-_WARP, _MAX_BLOCK = 32, 1024
+_CAPS = {"inputs": ABI_MAX_INPUTS, "outputs": ABI_MAX_OUTPUTS, "waits": ABI_MAX_WAITS}
 
 Box = tuple[tuple[int, int], ...]
 """An element region: one half-open interval per dimension of the buffer."""
@@ -314,8 +317,10 @@ class _Program:
             if not isinstance(b.kind, BufferKind) or not isinstance(b.space, MemSpace):
                 raise CertificateRefused(f"buffer {b.id}: kind or space is not an enum member")
             shape = tuple(b.shape) if isinstance(b.shape, tuple | list) else None
-            if shape is None or len(shape) > _MAX_RANK or not all(_int(d) and d >= 0 for d in shape):
-                raise CertificateRefused(f"buffer {b.id}: shape is not at most {_MAX_RANK} non-negative ints")
+            if shape is None or len(shape) > ABI_MAX_RANK or not all(_int(d) and d >= 0 for d in shape):
+                raise CertificateRefused(
+                    f"buffer {b.id}: shape is not at most {ABI_MAX_RANK} non-negative ints"
+                )
             if not isinstance(b.dtype, DType) or b.dtype.nbytes(_numel(shape)) > cap:
                 raise CertificateRefused(f"buffer {b.id}: larger than {what} ({cap} bytes) (spec §5.2)")
             self.kinds[b.id], self.spaces[b.id], shapes[b.id] = b.kind, b.space, shape
@@ -402,7 +407,7 @@ def _fits(kind: str | None, value: Any) -> bool:
     if kind == "i":
         return _int(value) and INT32_MIN <= value <= INT32_MAX
     if kind == "f":
-        return type(value) in (int, float) and math.isfinite(value) and abs(value) <= _FLOAT32_MAX
+        return type(value) in (int, float) and math.isfinite(value) and abs(value) <= FLOAT32_MAX
     return True  # a key the ABI does not carry is not marshalled at all
 
 
@@ -421,8 +426,10 @@ def _check_launch(prog: MegakernelProgram) -> None:
     if config is None:
         return
     tpb, smem = config.threads_per_block, config.smem_bytes_per_block
-    if not _int(tpb) or not _WARP <= tpb <= _MAX_BLOCK or tpb % _WARP:
-        raise CertificateRefused(f"threads_per_block {tpb!r} is not a multiple of {_WARP} up to {_MAX_BLOCK}")
+    if not _int(tpb) or not WARP <= tpb <= MAX_THREADS_PER_BLOCK or tpb % WARP:
+        raise CertificateRefused(
+            f"threads_per_block {tpb!r} is not a multiple of {WARP} up to {MAX_THREADS_PER_BLOCK}"
+        )
     cap = prog.target.smem_bytes_per_block_optin if prog.target is not None else None
     if not _int(smem) or smem < 0 or (cap is not None and smem > cap):
         raise CertificateRefused(f"smem_bytes_per_block {smem!r} is outside [0, the target's opt-in limit]")

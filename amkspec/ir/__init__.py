@@ -11,8 +11,10 @@ from amkspec.ir.enums import (
     ABI_MAX_WAITS,
     ABI_VERSION,
     IR_VERSION,
+    MAX_THREADS_PER_BLOCK,
     ON_CHIP_SPACES,
     READONLY_KINDS,
+    WARP,
     WEIGHT_KINDS,
     AttentionFlags,
     BufferKind,
@@ -34,15 +36,24 @@ from amkspec.ir.model import (
     Task,
     Wait,
 )
-from amkspec.ir.opcodes import OP_REGISTRY, PARAM_DEFAULTS, PARAM_FIELDS, PARAM_LAYOUT, OpSpec
+from amkspec.ir.opcodes import (
+    OP_REGISTRY,
+    PARAM_DEFAULTS,
+    PARAM_FIELDS,
+    PARAM_LAYOUT,
+    OpSpec,
+    default_text,
+    param_default,
+)
 from amkspec.ir.targets import TARGETS, GpuTarget
 
 __all__ = [
     "ABI_MAX_INPUTS", "ABI_MAX_OUTPUTS", "ABI_MAX_RANK", "ABI_MAX_WAITS", "ABI_VERSION",
-    "IR_VERSION", "ON_CHIP_SPACES", "OP_REGISTRY", "PARAM_DEFAULTS", "PARAM_FIELDS",
-    "PARAM_LAYOUT", "READONLY_KINDS", "TARGETS", "WEIGHT_KINDS", "AmkspecError", "AttentionFlags", "Buffer",
+    "IR_VERSION", "MAX_THREADS_PER_BLOCK", "ON_CHIP_SPACES", "OP_REGISTRY", "PARAM_DEFAULTS",
+    "PARAM_FIELDS", "PARAM_LAYOUT", "READONLY_KINDS", "TARGETS", "WARP", "WEIGHT_KINDS", "AmkspecError",
+    "AttentionFlags", "Buffer",
     "BufferKind", "Counter", "DType", "FormatError", "FusedPattern", "GpuTarget",
     "InstructionKind", "MegakernelProgram", "MemSpace", "OpSpec", "Page", "PageAllocation",
     "ProgramBuilder", "QuantFlags", "ScheduleConfig", "Task", "VersionError", "VersionWarning", "Wait",
-    "dump", "dumps", "from_dict", "load", "loads", "to_dict",
+    "default_text", "dump", "dumps", "from_dict", "load", "loads", "param_default", "to_dict",
 ]

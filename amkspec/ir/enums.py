@@ -18,6 +18,11 @@ ABI_MAX_OUTPUTS = 4
 ABI_MAX_WAITS = 8
 ABI_MAX_RANK = 4
 
+WARP = 32
+"""Threads per warp: ``threads_per_block`` is a whole number of warps (spec §5.1, O503)."""
+MAX_THREADS_PER_BLOCK = 1024
+"""The largest block the device ops accept (spec §5.1, §8.7)."""
+
 
 class DType(enum.IntEnum):
     """Element types (spec §1.2). ``I4`` is packed two per byte."""

@@ -15,6 +15,11 @@ import re
 
 import attrs
 
+from amkspec.ir.enums import ABI_MAX_RANK
+
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest finite float32: a float param's bound (spec §1.2, S111)."""
+
 _MIB = 1 << 20
 _GIB = 1 << 30
 
@@ -73,8 +78,8 @@ MAX_VM_BYTES = Limit(
 )
 MAX_SHAPE_DIMS = Limit(
     "max_shape_dims", 64, "dims", None,
-    "length of a buffer's shape list (the ABI allows rank 4; a longer shape still loads so that "
-    "validate() can report it, up to this many dims)",
+    f"length of a buffer's shape list (the ABI allows rank {ABI_MAX_RANK}; a longer shape still loads "
+    "so that validate() can report it, up to this many dims)",
 )
 MAX_BUFFER_BYTES_NO_TARGET = Limit(
     "max_buffer_bytes_no_target", 1 << 40, "bytes", None,

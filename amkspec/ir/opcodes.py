@@ -7,9 +7,11 @@ lists every scalar param that marshals into ``amk_params_t`` with its type code
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
-from amkspec.ir.enums import DType, InstructionKind
+from amkspec.ir.enums import ABI_MAX_INPUTS, DType, InstructionKind
 
 RECIPE_DTYPES: dict[str, DType | None] = {
     "float32": DType.F32,
@@ -36,6 +38,11 @@ class OpSpec:
     n_outputs: int
     required_params: tuple[str, ...]
     note: str = ""
+
+    @property
+    def input_range(self) -> str:
+        """``lo..hi`` inputs as the spec's tables print them, a variadic count capped by the ABI (§7, §8)."""
+        return f"{self.min_inputs}..{ABI_MAX_INPUTS if self.max_inputs == VARIADIC else self.max_inputs}"
 
 
 def _spec(kind: InstructionKind, lo: int, hi: int, n_out: int, req: str, note: str) -> OpSpec:
@@ -64,10 +71,10 @@ OP_REGISTRY: dict[InstructionKind, OpSpec] = {
         _spec(_K.MUL, 1, 2, 1, "", "elementwise product or scale"),
         _spec(_K.DEQUANT, 2, 3, 1, "qdtype group", "int4/int8 levels + scales -> fp"),
         _spec(_K.SOFTMAX, 1, 1, 1, "", "softmax over dim"),
-        _spec(_K.ALLREDUCE_SHARD, 1, 8, 1, "", "shard reduce (sum of inputs)"),
+        _spec(_K.ALLREDUCE_SHARD, 1, ABI_MAX_INPUTS, 1, "", "shard reduce (sum of inputs)"),
         _spec(_K.KV_APPEND, 2, 2, 1, "pos", "append new k/v into the KV cache at pos"),
         _spec(_K.SAMPLE_ARGMAX, 1, 1, 1, "", "greedy logits -> next token"),
-        _spec(_K.ATTENTION_COMBINE, 2, 8, 1, "", "merge flash-decoding partials (acc, m, l)"),
+        _spec(_K.ATTENTION_COMBINE, 2, ABI_MAX_INPUTS, 1, "", "merge flash-decoding partials (acc, m, l)"),
         _spec(_K.FUSED, 1, VARIADIC, 1, "recipe", "a recipe of primitive steps"),
     )
 }
@@ -95,6 +102,21 @@ PARAM_DEFAULTS: dict[InstructionKind, dict[str, float]] = {
     _K.SOFTMAX: {"dim": -1},
 }
 """Defaults the reference numerics apply when a param is absent (spec §7)."""
+
+
+def param_default(kind: InstructionKind, key: str) -> float:
+    """The default of param ``key`` of opcode ``kind`` (spec §7); :class:`KeyError` when it has none."""
+    return PARAM_DEFAULTS[kind][key]
+
+
+def default_text(kind: InstructionKind, key: str) -> str:
+    """``key = value`` as the spec's tables print a default (spec §7): ``eps = 1e-6``, ``dim = −1``."""
+    shown = re.sub(r"e([-+])0*(\d)", r"e\1\2", repr(param_default(kind, key))).replace("e+", "e")
+    return f"{key} = {_MINUS}{shown[1:]}" if shown.startswith("-") else f"{key} = {shown}"
+
+
+_MINUS = "\N{MINUS SIGN}"
+
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1

@@ -21,10 +21,9 @@ from typing import Any
 
 import attrs
 
-from amkspec.ir import GpuTarget, MegakernelProgram, ScheduleConfig
+from amkspec.ir import MAX_THREADS_PER_BLOCK, WARP, GpuTarget, MegakernelProgram, ScheduleConfig
 from amkspec.ir.opcodes import INT32_MAX
 from amkspec.lower.errors import LoweringError
-from amkspec.proofs.outputs import MAX_THREADS_PER_BLOCK, WARP
 
 MAX_BATCH = 1024
 """The largest decode batch the lowering accepts (sequences decoded in lockstep)."""

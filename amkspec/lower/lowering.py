@@ -110,6 +110,21 @@ def lower(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str |
     a JSON-style mapping; either way what is lowered and recorded is the config the knob checks
     build (:func:`~amkspec.lower.knobs.require_valid`), so ``{"12": 3}`` means task 12 on SM 3.
     """
+    return _lower(model, target, config, pos, dtype, B, quant, compat, checked=False)
+
+
+def lower_checked(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str | None,
+                  config: ScheduleConfig, *, pos: int = 0, dtype: DType | str = DType.F32
+                  ) -> MegakernelProgram:
+    """:func:`lower` of a ``config`` that :func:`~amkspec.lower.knobs.parse` built on ``target``
+    already (a search's :meth:`~amkspec.search.Evaluator.prepare`): its knobs are not checked again."""
+    return _lower(model, target, config, pos, dtype, 1, None, False, checked=True)
+
+
+def _lower(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str | None,
+           config: ScheduleConfig | Mapping[str, Any] | None, pos: int, dtype: DType | str, B: int,
+           quant: QuantSpec | NativeQuant | Mapping[str, int] | None, compat: bool, *, checked: bool
+           ) -> MegakernelProgram:
     m = resolve_model(model)
     tgt = resolve_target(target)
     dtype, quant = _dtype(dtype), _quant(quant)
@@ -128,7 +143,8 @@ def lower(model: ModelConfig | str | os.PathLike[str], target: GpuTarget | str |
     if config is not None:
         if not isinstance(config, ScheduleConfig | Mapping):
             raise LoweringError(f"config must be a ScheduleConfig or a mapping, got {type(config).__name__}")
-        config = require_valid(config, tgt, places_sms=not compat)
+        if not (checked and isinstance(config, ScheduleConfig)):
+            config = require_valid(config, tgt, places_sms=not compat)
     tiling = dict(config.tiling) if config is not None else {}
     fusion = tuple(tuple(g) for g in config.fusion_grouping) if config is not None and not compat else ()
     emitter = StepEmitter(m, dtype, pos, B, tiling, tgt.num_sms if tgt else None, quant, fusion)

@@ -6,6 +6,6 @@
 
 from amkspec.proofs.diagnostics import CODES, Diagnostic, Family, Severity
 from amkspec.proofs.result import ValidationResult
-from amkspec.proofs.validate import validate
+from amkspec.proofs.validate import validate, validated
 
-__all__ = ["CODES", "Diagnostic", "Family", "Severity", "ValidationResult", "validate"]
+__all__ = ["CODES", "Diagnostic", "Family", "Severity", "ValidationResult", "validate", "validated"]

@@ -2,8 +2,8 @@
 
 Every IO_OUTPUT is produced, the GPU label agrees with the target, and when the
 program carries a ``config`` the launch is feasible: ``threads_per_block`` a
-multiple of the warp size in ``[32, 1024]`` and ``smem_bytes_per_block`` a
-non-negative int within the target's opt-in limit.
+multiple of :data:`~amkspec.ir.WARP` up to :data:`~amkspec.ir.MAX_THREADS_PER_BLOCK` and
+``smem_bytes_per_block`` a non-negative int within the target's opt-in limit.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from itertools import compress, repeat
 from operator import is_
 
-from amkspec.ir import BufferKind, ScheduleConfig
+from amkspec.ir import MAX_THREADS_PER_BLOCK, WARP, BufferKind, ScheduleConfig
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, is_int
 
@@ -22,14 +22,12 @@ OUTPUT_NOT_PRODUCED = register(
 )
 GPU_LABEL = register("O502", _O, Severity.WARNING, "meta['gpu'] differs from target.name")
 BLOCK_SIZE = register(
-    "O503", _O, Severity.ERROR, "threads_per_block is not a multiple of 32 in [32, 1024]"
+    "O503", _O, Severity.ERROR,
+    f"threads_per_block is not a multiple of {WARP} in [{WARP}, {MAX_THREADS_PER_BLOCK}]",
 )
 SMEM_OPTIN = register(
     "O504", _O, Severity.ERROR, "smem_bytes_per_block is not an int in [0, target opt-in limit]"
 )
-
-WARP = 32
-MAX_THREADS_PER_BLOCK = 1024
 
 
 def check_outputs(ix: ProgramIndex) -> Iterator[Diagnostic]:

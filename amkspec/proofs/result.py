@@ -31,6 +31,12 @@ class ValidationResult:
     diagnostics: list[Diagnostic] = attrs.Factory(list)
     stats: dict[str, Any] = attrs.Factory(dict)
 
+    def describes(self, prog: Any) -> bool:
+        """Whether these stats count ``prog``'s tasks, buffers and counters (a result of another
+        program, or of one that could not be indexed, does not)."""
+        sizes = {k: getattr(prog, k, None) for k in ("tasks", "buffers", "counters")}
+        return all(isinstance(v, list | tuple) and self.stats.get(k) == len(v) for k, v in sizes.items())
+
     @property
     def ok(self) -> bool:
         """True iff no finding has severity ERROR (spec §3)."""

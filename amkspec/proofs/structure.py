@@ -36,7 +36,7 @@ from amkspec.ir import (
     Wait,
 )
 from amkspec.ir.columns import TaskColumns, every_exactly
-from amkspec.ir.limits import MAX_BUFFER_BYTES_NO_TARGET
+from amkspec.ir.limits import FLOAT32_MAX, MAX_BUFFER_BYTES_NO_TARGET
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN, VARIADIC
 from amkspec.proofs.diagnostics import Diagnostic, Family, Severity, diag, register
 from amkspec.proofs.index import ProgramIndex, as_list, is_int
@@ -49,12 +49,15 @@ ID_NOT_POSITION = register(
 COUNTER_INIT = register("S103", _S, _E, "a counter's init is not 0")
 UNKNOWN_BUFFER = register("S104", _S, _E, "a task input or output names no buffer")
 UNKNOWN_COUNTER = register("S105", _S, _E, "an out_counter or a wait names no counter")
-ABI_CAP = register("S106", _S, _E, "more than 8 inputs, 4 outputs or 8 waits")
+ABI_CAP = register(
+    "S106", _S, _E,
+    f"more than {ABI_MAX_INPUTS} inputs, {ABI_MAX_OUTPUTS} outputs or {ABI_MAX_WAITS} waits",
+)
 BAD_BUFFER = register(
     "S107",
     _S,
     _E,
-    "a buffer's rank exceeds 4, a dim is not a non-negative int, or an enum field is invalid",
+    f"a buffer's rank exceeds {ABI_MAX_RANK}, a dim is not a non-negative int, or an enum field is invalid",
 )
 BAD_THRESHOLD = register("S108", _S, _E, "a wait threshold is not a positive int")
 ARITY = register("S109", _S, _E, "input or output count outside the opcode's OP_REGISTRY arity")
@@ -73,8 +76,6 @@ BUFFER_TOO_LARGE = register(
     "S117", _S, _E,
     "a buffer is larger than the target's hbm_bytes (without a target: max_buffer_bytes_no_target)",
 )
-
-FLOAT32_MAX = 3.4028234663852886e38
 
 
 def check_structure(ix: ProgramIndex) -> list[Diagnostic]:

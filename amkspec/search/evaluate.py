@@ -28,8 +28,9 @@ from amkspec.ir import AmkspecError, GpuTarget, MegakernelProgram, ScheduleConfi
 from amkspec.ir.jsonio import program_sha256
 from amkspec.lower import knobs
 from amkspec.lower.errors import LoweringError
-from amkspec.lower.lowering import lower, resolve_model, resolve_target
+from amkspec.lower.lowering import lower_checked, resolve_model, resolve_target
 from amkspec.models.config import ModelConfig
+from amkspec.proofs import ValidationResult
 from amkspec.search.verdict import Verdict
 from amkspec.search.witnesses import Rejection, write_rejection
 from amkspec.vms import MEGAKERNEL_BACKENDS, VM_NAMES, make_vm
@@ -48,8 +49,9 @@ GPU_WARMUP, GPU_ITERS = 5, 30
 
 def default_lowering(model: ModelConfig, target: GpuTarget, config: ScheduleConfig, pos: int
                      ) -> MegakernelProgram:
-    """amkspec's own lowering (:func:`amkspec.lower.lower`) in the model's dtype."""
-    return lower(model, target, config, pos=pos, dtype=model.dtype)
+    """amkspec's own lowering (:func:`amkspec.lower.lower`) in the model's dtype, of a config the knob
+    checks built already (:func:`~amkspec.lower.lowering.lower_checked`)."""
+    return lower_checked(model, target, config, pos=pos, dtype=model.dtype)
 
 
 
@@ -58,24 +60,30 @@ def _finite(x: float | None, digits: int) -> float | None:
     return round(x, digits) if x is not None and math.isfinite(x) else None
 
 
-class _ReferenceRunner:
-    def __call__(self, prog: MegakernelProgram, weights: Mapping[str, Any], inputs: Mapping[str, Any]
-                 ) -> Mapping[str, Any]:
+class _BuiltinRunner:
+    """A built-in runner: also given the program's :class:`~amkspec.proofs.ValidationResult`, so the
+    VM does not validate it again (a plugged-in :data:`VmRunner` is called with three arguments)."""
+
+
+class _ReferenceRunner(_BuiltinRunner):
+    def __call__(self, prog: MegakernelProgram, weights: Mapping[str, Any], inputs: Mapping[str, Any],
+                 validation: ValidationResult | None = None) -> Mapping[str, Any]:
         from amkspec.vm import ReferenceVM
 
-        return ReferenceVM(prog).run(weights, inputs)
+        return ReferenceVM(prog, validation=validation).run(weights, inputs)
 
 
-class _MegakernelRunner:
+class _MegakernelRunner(_BuiltinRunner):
     """``vm_cuda.MegakernelVM`` on the CPU build or a GPU; keeps the last VM for GPU timing."""
 
     def __init__(self, vm: str, timeout_s: float) -> None:
         self.vm, self.timeout_s = vm, timeout_s
         self.last: Any = None
 
-    def __call__(self, prog: MegakernelProgram, weights: Mapping[str, Any], inputs: Mapping[str, Any]
-                 ) -> Mapping[str, Any]:
-        self.last = make_vm(self.vm, prog, timeout_s=self.timeout_s)  # no vm_cuda → "vm-unavailable"
+    def __call__(self, prog: MegakernelProgram, weights: Mapping[str, Any], inputs: Mapping[str, Any],
+                 validation: ValidationResult | None = None) -> Mapping[str, Any]:
+        # no vm_cuda → "vm-unavailable"
+        self.last = make_vm(self.vm, prog, timeout_s=self.timeout_s, validation=validation)
         return self.last.run(weights, inputs)
 
 
@@ -278,12 +286,11 @@ class Evaluator:
         sizes = self._sizes(p.program)
         result = validate(p.program)
         if not result.ok:
-            errors = [d for d in result.diagnostics if d.severity.name == "ERROR"]
-            reason = "; ".join(f"{d.code} {d.message}" for d in errors[:4])
-            rejection = Rejection.from_program(p.schedule_id, p.config, p.program, errors)
+            rejection = Rejection.from_program(p.schedule_id, p.config, p.program, result)
+            reason = "; ".join(f"{d.code} {d.message}" for d in rejection.diagnostics[:4])
             note = "validate() rejected the lowered program, it never launches"
             return self._rejected(p.schedule_id, rejection, reason, note, **sizes), rejection
-        return self._run(p, sizes), None
+        return self._run(p, sizes, result), None
 
     def reference(self) -> tuple[dict[str, Any], Any]:
         """The model's weights and the eager logits of the probe token at position 0."""
@@ -297,14 +304,18 @@ class Evaluator:
             self._reference = (weights, logits)
         return self._reference
 
-    def _run(self, p: Prepared, sizes: dict[str, Any]) -> Verdict:
+    def _run(self, p: Prepared, sizes: dict[str, Any], validation: ValidationResult) -> Verdict:
         from amkspec.lower.decode import step_inputs
         from amkspec.models import compare_logits
 
         weights, eager = self.reference()
         base = {**self._base(p.schedule_id), **sizes}
         try:
-            out = self.runner(p.program, weights, step_inputs(0, [self.token]))
+            inputs = step_inputs(0, [self.token])
+            if isinstance(self.runner, _BuiltinRunner):
+                out = self.runner(p.program, weights, inputs, validation)
+            else:
+                out = self.runner(p.program, weights, inputs)
             logits = out["logits"]
         except Exception as exc:  # noqa: BLE001 - VM faults, timeouts, a missing VM: a verdict
             return Verdict(valid=True, failure=_vm_failure(exc), notes=(f"{self.vm} VM: {describe(exc)}",),

@@ -28,7 +28,7 @@ import attrs
 
 from amkspec.ir import MegakernelProgram, ScheduleConfig, dumps
 from amkspec.lower import knobs
-from amkspec.proofs import Diagnostic
+from amkspec.proofs import Diagnostic, Severity, ValidationResult
 from amkspec.search.files import atomic_write
 
 MAX_KEY = 80
@@ -67,13 +67,15 @@ def _config_doc(config: Any) -> Any:
 
 @attrs.frozen
 class Rejection:
-    """One rejection: its key, codes, the document to write and the rejected program (if any)."""
+    """One rejection: its key, codes, the document to write and the rejected program (if any), with
+    the validator's result on it (so that ``explain`` does not validate it again)."""
 
     key: str
     codes: tuple[str, ...]
     document: dict[str, Any]
     program: MegakernelProgram | None = None
     diagnostics: tuple[Diagnostic, ...] = ()
+    validation: ValidationResult | None = None
 
     @classmethod
     def from_issues(cls, sid: str, config: Any, issues: Sequence[knobs.KnobIssue]) -> Rejection:
@@ -89,12 +91,13 @@ class Rejection:
 
     @classmethod
     def from_program(cls, sid: str, config: ScheduleConfig, prog: MegakernelProgram,
-                     errors: Sequence[Diagnostic]) -> Rejection:
-        """A lowered program :func:`amkspec.validate` rejected."""
+                     result: ValidationResult) -> Rejection:
+        """A lowered program :func:`amkspec.validate` rejected (``result``: its verdict)."""
+        errors = tuple(d for d in result.diagnostics if d.severity is Severity.ERROR)
         codes = tuple(dict.fromkeys(d.code for d in errors))
         doc = {"schedule_id": sid, "stage": "validate() of the lowered program", "codes": list(codes),
                "config": knobs.config_dict(config)}
-        return cls(_key([_code(c) for c in codes]), codes, doc, prog, tuple(errors))
+        return cls(_key([_code(c) for c in codes]), codes, doc, prog, errors, result)
 
     @classmethod
     def from_lowering(cls, sid: str, config: ScheduleConfig, error: str, exc: BaseException) -> Rejection:
@@ -112,7 +115,7 @@ def _explained(rej: Rejection, stem: Path) -> dict[str, Any]:
         from amkspec.smt.explain import explain
         from amkspec.smt.witness import render_dot
 
-        explanation = explain(prog)
+        explanation = explain(prog, validation=rej.validation)
     except Exception as exc:  # noqa: BLE001 - no z3, or the solver gave up: keep the validator's findings
         findings = [{**d.to_dict(), "status": "rule-only"} for d in rej.diagnostics]
         return {"findings": findings, "note": f"explain unavailable ({type(exc).__name__})"}

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from amkspec.ir import AttentionFlags, InstructionKind
+from amkspec.ir import OP_REGISTRY, AttentionFlags, InstructionKind, default_text, param_default
 from amkspec.semantics.registry import (
     OpError,
     Params,
@@ -101,7 +101,9 @@ def _partial(scores: Tensor, values: Tensor) -> Tensor:
 
 @semantics(
     _K.ATTENTION_COMBINE, family="Attention",
-    inputs="P partials (2..8), each [n_heads, hd+2] rows [acc | m | l]", outputs="out [1, n_heads·hd]",
+    inputs=f"P partials ({OP_REGISTRY[_K.ATTENTION_COMBINE].input_range}), each [n_heads, hd+2] rows "
+    "[acc | m | l]",
+    outputs="out [1, n_heads·hd]",
     params="head_dim = partial row length − 2; n_heads = numel(part0) / (hd+2)",
     shapes="all partials the same shape",
     formula="M = max_p m_p; w_p = e^(m_p − M) if l_p > 0 else 0; "
@@ -138,7 +140,7 @@ def inv_freq(half: int, theta: float) -> Tensor:
 
 @semantics(
     _K.ROPE, family="Attention", inputs="x [n_heads, hd] or [S, n_heads, hd], positions (int)",
-    outputs="out (x's shape)", params="head_dim (required, even); theta = 10000.0",
+    outputs="out (x's shape)", params=f"head_dim (required, even); {default_text(_K.ROPE, 'theta')}",
     shapes="rank 2 uses positions[0]; rank 3 needs len(positions) = S",
     formula="inv_freq[i] = 1/theta^(i/half); a = pos·inv_freq; "
     "out[i] = x[i]·cos a − x[i+half]·sin a; out[i+half] = x[i+half]·cos a + x[i]·sin a (rotate-half)",
@@ -154,7 +156,8 @@ def rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
     slabs = 1 if x.dim() == 2 else x.shape[0]
     if pos.numel() < 1 or (x.dim() == 3 and pos.numel() != slabs):
         raise OpError(f"ROPE: {pos.numel()} positions for {slabs} slab(s)")
-    ang = pos[:slabs].float()[:, None] * inv_freq(half, float_param(params, "theta", _K.ROPE, 10000.0))
+    theta = float_param(params, "theta", _K.ROPE, param_default(_K.ROPE, "theta"))
+    ang = pos[:slabs].float()[:, None] * inv_freq(half, theta)
     c, s = torch.cos(ang), torch.sin(ang)
     if x.dim() == 3:
         c, s = c[:, None, :], s[:, None, :]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from amkspec.ir import InstructionKind
+from amkspec.ir import OP_REGISTRY, InstructionKind, default_text, param_default
 from amkspec.semantics import edges
 from amkspec.semantics.registry import (
     OpError,
@@ -65,7 +65,8 @@ def add(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
 
 
 @semantics(
-    _K.MUL, family="Elementwise", inputs="a, optional b", outputs="out", params="scale = 1.0 (one input)",
+    _K.MUL, family="Elementwise", inputs="a, optional b", outputs="out",
+    params=f"{default_text(_K.MUL, 'scale')} (one input)",
     shapes="a and b broadcast", formula="out = a · b, or a · scale with one input",
 )
 def mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
@@ -75,11 +76,12 @@ def mul(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:
         a, b = _broadcast("MUL", inputs[0], inputs[1])
         store(outputs[0], a * b)
     else:
-        store(outputs[0], f32(inputs[0]) * float_param(params, "scale", _K.MUL, 1.0))
+        scale = float_param(params, "scale", _K.MUL, param_default(_K.MUL, "scale"))
+        store(outputs[0], f32(inputs[0]) * scale)
 
 
 @semantics(
-    _K.SOFTMAX, family="Elementwise", inputs="x", outputs="out", params="dim = −1",
+    _K.SOFTMAX, family="Elementwise", inputs="x", outputs="out", params=default_text(_K.SOFTMAX, "dim"),
     shapes="out has x's elements",
     formula="out = exp(x − max) / Σ exp(x − max) along dim; a line holding NaN or +inf, or all −inf, "
     "is NaN (§7.10)",
@@ -88,14 +90,15 @@ def softmax(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None
     """Spec §7 SOFTMAX along ``dim``."""
     arity(inputs, outputs, _K.SOFTMAX, 1, 1)
     x = f32(inputs[0])
-    dim = int_param(params, "dim", _K.SOFTMAX, -1)
+    dim = int_param(params, "dim", _K.SOFTMAX, int(param_default(_K.SOFTMAX, "dim")))
     if not -max(x.dim(), 1) <= dim < max(x.dim(), 1):
         raise OpError(f"SOFTMAX: dim {dim} out of range for shape {tuple(x.shape)}")
     store(outputs[0], edges.softmax(x, dim))
 
 
 @semantics(
-    _K.ALLREDUCE_SHARD, family="Elementwise", inputs="1..8 shards", outputs="out", params="—",
+    _K.ALLREDUCE_SHARD, family="Elementwise", inputs=f"{OP_REGISTRY[_K.ALLREDUCE_SHARD].input_range} shards",
+    outputs="out", params="—",
     shapes="shards broadcast", formula="out = ((s₀ + s₁) + s₂) + … in input order",
 )
 def allreduce_shard(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import torch
 
-from amkspec.ir import AttentionFlags, InstructionKind, QuantFlags
+from amkspec.ir import AttentionFlags, InstructionKind, QuantFlags, param_default
 from amkspec.semantics import attention, edges, linear, movement, quant
 from amkspec.semantics.linear import QUANT_CODES
 from amkspec.semantics.registry import OpError, Params, Tensor
@@ -129,7 +129,7 @@ def _rmsnorm(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Ste
     x, w, out = inputs[0], inputs[1], outputs[0]
     if x.dtype != _F32 or w.dtype != _F32 or x.dim() < 1:
         return None
-    eps = float(params.get("eps", 1e-6))
+    eps = float(params.get("eps", param_default(_K.RMSNORM, "eps")))
     if tuple(out.shape) != tuple(torch.broadcast_shapes(x.shape, w.shape)):
         return None
     rsqrt, nan_rows = torch.rsqrt, edges.nan_rows
@@ -251,7 +251,7 @@ def _rope(inputs: list[Tensor], outputs: list[Tensor], params: Params) -> Step |
     if positions.data_ptr() != inputs[1].data_ptr():  # flatten copied: it would not follow the input
         return None
     pos = positions[:slabs]
-    inv_freq = attention.inv_freq(half, float(params.get("theta", 10000.0)))
+    inv_freq = attention.inv_freq(half, float(params.get("theta", param_default(_K.ROPE, "theta"))))
     x1, x2 = x[..., :half], x[..., half:]
     three = x.dim() == 3
     cos, sin, cat = torch.cos, torch.sin, torch.cat

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from amkspec.ir import InstructionKind
+from amkspec.ir import OP_REGISTRY, InstructionKind
 from amkspec.ir.opcodes import RECIPE_DTYPES, opcode_of
 from amkspec.semantics.dtypes import torch_dtype
 from amkspec.semantics.registry import SEMANTICS, OpError, Params, Tensor, arity, need, semantics
@@ -98,7 +98,7 @@ def _scratch(step: Mapping[str, Any], args: list[Tensor], where: str) -> Tensor:
 
 
 @semantics(
-    _K.FUSED, family="Composite", inputs="1..8 task inputs", outputs="out",
+    _K.FUSED, family="Composite", inputs=f"{OP_REGISTRY[_K.FUSED].input_range} task inputs", outputs="out",
     params="recipe = {steps: [{op, args, out, params, out_shape, out_dtype}]} (required)",
     shapes="per step, as the step's opcode",
     formula="run the steps in order; scratch j starts as zeros; the step writing 'final' writes out",

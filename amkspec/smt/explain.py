@@ -26,7 +26,7 @@ import attrs
 
 from amkspec.evidence.replay import ReplayError, check_witness
 from amkspec.ir import MegakernelProgram
-from amkspec.proofs import Diagnostic, Severity, validate
+from amkspec.proofs import Diagnostic, Severity, ValidationResult, validated
 from amkspec.proofs.diagnostics import CODES, Family
 from amkspec.smt.queries import Z3, Prover, QueryResult
 from amkspec.smt.view import PageShare, Unencodable
@@ -248,13 +248,17 @@ def _vm_confirm(prog: MegakernelProgram, witness: dict[str, Any]) -> str | None:
     return confirm_witness(prog, witness)
 
 
-def explain(prog: MegakernelProgram, confirm: Confirm | None = None) -> Explanation:
+def explain(
+    prog: MegakernelProgram, confirm: Confirm | None = None, *, validation: ValidationResult | None = None
+) -> Explanation:
     """Validate ``prog`` and discharge each finding (rejected) or every query (accepted) with Z3.
 
     A witness counts only when ``confirm`` (default: the ReferenceVM replay) reproduces it.
+    ``validation``: the caller's result of ``validate()`` on this very program (used when its stats
+    match, :func:`amkspec.proofs.validated`), so a command validates once.
     """
     confirm = confirm or _vm_confirm
-    result = validate(prog)
+    result = validated(prog, validation)
     errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
     try:
         prover = Prover(prog)

@@ -106,12 +106,14 @@ def write_explain(
     return lines
 
 
-def highlight_tasks(prog: MegakernelProgram, which: str) -> tuple[str, tuple[int, ...]]:
+def highlight_tasks(prog: MegakernelProgram, which: str, validation: Any = None
+                    ) -> tuple[str, tuple[int, ...]]:
     """The tasks of one validator finding: ``which`` is its 1-based number among the errors (as
-    ``validate`` and ``explain`` list them) or its code (the first error with that code)."""
-    from amkspec.proofs import Severity, validate
+    ``validate`` and ``explain`` list them) or its code (the first error with that code);
+    ``validation``: ``validate(prog)`` when the caller has it already."""
+    from amkspec.proofs import Severity, validated
 
-    errors = [d for d in validate(prog).diagnostics if d.severity is Severity.ERROR]
+    errors = [d for d in validated(prog, validation).diagnostics if d.severity is Severity.ERROR]
     if re.fullmatch(r"[0-9]+", which):
         if len(which) > 9 or not 1 <= int(which) <= len(errors):
             raise NoPicture(no_such_finding(which, f"the program has {count(len(errors), 'error')}"))
@@ -130,15 +132,16 @@ def highlight_tasks(prog: MegakernelProgram, which: str) -> tuple[str, tuple[int
 
 def write_graph(
     prog: MegakernelProgram, source: str, *, svg: str | None, png: str | None, highlight: str | None,
-    layer: int | None = None, around: int | None = None,
+    layer: int | None = None, around: int | None = None, validation: Any = None,
 ) -> list[str]:
-    """Write the program graph, highlighting the tasks of one finding when asked; ``layer`` or
-    ``around`` draws one decoder layer or one task's neighbourhood (:class:`~amkspec.viz.graph.Focus`)."""
+    """Write the program graph, highlighting the tasks of one finding when asked (``validation``:
+    ``validate(prog)`` when the caller has it); ``layer`` or ``around`` draws one decoder layer or one
+    task's neighbourhood (:class:`~amkspec.viz.graph.Focus`)."""
     from amkspec.viz.graph import Focus, graph_figure
 
     title, tasks = f"{source}: program graph", tuple[int, ...]()
     if highlight is not None:
-        what, tasks = highlight_tasks(prog, highlight)
+        what, tasks = highlight_tasks(prog, highlight, validation)
         title = f"{source}: {what}"
     focus = Focus(layer, around) if layer is not None or around is not None else None
     fig = graph_figure(prog, tasks, title, focus=focus)

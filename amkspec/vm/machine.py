@@ -64,20 +64,22 @@ class ReferenceVM:
     leaves them as they were; one that fails while running its tasks has written them part way,
     so the VM forgets them (as :meth:`reset` does), and the caller still holds the copies the last
     completed launch returned. ``last_stats`` describes the last launch (None when it failed).
-    ``_unsafe_skip_validation`` exists only to replay witnesses (:func:`amkspec.vm.replay_trace`)
-    and for tests, on programs the validator rightly rejects.
+    ``validation``: the caller's result of ``validate()`` on this very program, used when its stats
+    match the snapshot (:func:`amkspec.proofs.validated`; else the VM validates); a rejected program
+    is refused either way. ``_unsafe_skip_validation`` exists only to replay witnesses
+    (:func:`amkspec.vm.replay_trace`) and for tests, on programs the validator rightly rejects.
     """
 
     def __init__(
-        self, program: MegakernelProgram, *, policy: Policy | None = None,
+        self, program: MegakernelProgram, *, policy: Policy | None = None, validation: Any = None,
         _unsafe_skip_validation: bool = False,
     ) -> None:
         program = snapshot(program)  # spec §2.4: what runs is exactly what was validated
         self.validation: Any = None
         if not _unsafe_skip_validation:
-            from amkspec.proofs import validate
+            from amkspec.proofs import validated
 
-            self.validation = validate(program)
+            self.validation = validated(program, validation)
             if not self.validation.ok:
                 raise RefusedProgram(self.validation, vm="ReferenceVM")
         self.program = program

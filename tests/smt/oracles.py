@@ -25,7 +25,8 @@ BY_CODE: Counter[str] = Counter()
 
 
 def crosscheck(prog: MegakernelProgram, model_check: bool = True) -> None:
-    errors = [d for d in validate(prog).diagnostics if d.severity is Severity.ERROR]
+    result = validate(prog)
+    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
     try:
         prover = Prover(prog)
     except Unencodable:
@@ -38,7 +39,7 @@ def crosscheck(prog: MegakernelProgram, model_check: bool = True) -> None:
     witnessed = [r for r in results if r.witness is not None]
     TALLY["accepted" if not errors else "rejected"] += 1
     if errors:
-        labelled = explain(prog)
+        labelled = explain(prog, validation=result)
         TALLY["witnessed findings"] += labelled.witnessed
         TALLY["rule-only findings"] += labelled.rule_only
         BY_CODE.update(f"{f.code} {f.status}" for f in labelled.findings)

@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from amkspec.ir import BufferKind, DType
+from amkspec.ir import MAX_THREADS_PER_BLOCK, WARP, BufferKind, DType
 from amkspec.lower import lower, resolve_model
 from amkspec.lower.decode import step_inputs
 from amkspec.models import make_weights
-from amkspec.proofs.outputs import MAX_THREADS_PER_BLOCK, WARP
 from amkspec.vm import ReferenceVM
 from tests.vm_cuda.fake_driver import FakeBindings, calls, cuda_include, load_fake
 from tests.vm_cuda.test_watchdog import X, _chain

@@ -199,7 +199,7 @@ AMK_OP_FN int amk_op_rope(const amk_op_ctx& c) {
   if (pos.n < 1 || (r == 3 && pos.n != slabs)) return AMK_FAULT_SHAPE;
   amk_store_map map;
   if (!amk_store_plan(x.s, out.s, &map)) return AMK_FAULT_SHAPE;
-  const float theta = amk_param_f(c.ins, AMK_P_THETA, 10000.0f);
+  const float theta = amk_param_filled_f(c.ins, AMK_P_THETA);
   const int64_t slab_len = r == 2 ? x.n : x.n / (slabs ? slabs : 1);
   AMK_FOR_THREADS(o, out.n) {
     const int64_t vi = amk_value_index(map, o);

@@ -24,9 +24,9 @@
 #define AMK_OP_FN inline
 #endif
 
-/* dynamic shared memory each block hands to the ops, and the largest block they accept */
+/* dynamic shared memory each block hands to the ops (the largest block they accept, and the warp
+ * width, are abi.h's AMK_OP_MAX_THREADS and AMK_WARP) */
 #define AMK_OP_SMEM_BYTES 32768
-#define AMK_OP_MAX_THREADS 1024
 
 /* fault codes an opcode returns (0 = success) */
 #define AMK_FAULT_NONE 0
@@ -193,22 +193,29 @@ enum amk_param_bit {
  * the packer's presence mask, bit i = amkspec.ir.PARAM_LAYOUT[i]. */
 AMK_DEV bool amk_has(const amk_instruction_t* ins, int bit) { return (ins->param_mask >> bit) & 1; }
 
-AMK_DEV int32_t amk_param_i(const amk_instruction_t* ins, int bit, int32_t dflt) {
-  if (!amk_has(ins, bit)) return dflt;
+/* A param's field as packed. Every param with an amkspec.ir.PARAM_DEFAULTS entry for the opcode
+ * is filled with that default when the task leaves it out (abi.h, amk_params_t): read it so. */
+AMK_DEV int32_t amk_param_filled_i(const amk_instruction_t* ins, int bit) {
   int32_t words[19];
   memcpy(words, &ins->params, sizeof(words));
   return words[bit];
 }
 
-AMK_DEV float amk_param_f(const amk_instruction_t* ins, int bit, float dflt) {
-  if (!amk_has(ins, bit)) return dflt;
+AMK_DEV float amk_param_filled_f(const amk_instruction_t* ins, int bit) {
   const amk_params_t& p = ins->params;
   return bit == AMK_P_EPS ? p.eps : (bit == AMK_P_SCALE ? p.scale : p.theta);
 }
 
-/* ---------------------------------------------------------------- warps and wide loads */
+/* A param without a PARAM_DEFAULTS entry: `dflt` (derived from the operands) when the task leaves it out. */
+AMK_DEV int32_t amk_param_i(const amk_instruction_t* ins, int bit, int32_t dflt) {
+  return amk_has(ins, bit) ? amk_param_filled_i(ins, bit) : dflt;
+}
 
-#define AMK_WARP 32
+AMK_DEV float amk_param_f(const amk_instruction_t* ins, int bit, float dflt) {
+  return amk_has(ins, bit) ? amk_param_filled_f(ins, bit) : dflt;
+}
+
+/* ---------------------------------------------------------------- warps and wide loads */
 
 /* warp of the calling thread, its lane, and the warps of the block (a GPU block is a whole number
  * of warps: O503; the CPU build's last warp may be partial) */

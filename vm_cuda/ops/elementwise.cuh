@@ -39,7 +39,7 @@ AMK_DEV float amk_gelu(float x) {
   return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
 }
 
-/* one input: out = a · scale (scale default 1.0); unary GELU */
+/* one input: out = a · scale (scale: PARAM_DEFAULTS, filled by the packer); unary GELU */
 AMK_DEV int amk_unary_op(const amk_op_ctx& c, bool gelu) {
   amk_view a, out;
   int f = amk_input(c, 0, &a);
@@ -47,7 +47,7 @@ AMK_DEV int amk_unary_op(const amk_op_ctx& c, bool gelu) {
   if (f) return f;
   amk_store_map map;
   if (!amk_store_plan(a.s, out.s, &map)) return AMK_FAULT_SHAPE;
-  const float scale = amk_param_f(c.ins, AMK_P_SCALE, 1.0f);
+  const float scale = amk_param_filled_f(c.ins, AMK_P_SCALE);
   AMK_FOR_THREADS(i, out.n) {
     float x = amk_ld(a, amk_value_index(map, i));
     amk_st(out, i, gelu ? amk_gelu(x) : x * scale);
@@ -90,7 +90,7 @@ AMK_OP_FN int amk_op_softmax(const amk_op_ctx& c) {
   if (f == 0) f = amk_output(c, 0, &out);
   if (f) return f;
   const int rank = x.s.rank > 1 ? x.s.rank : 1;
-  int dim = amk_param_i(c.ins, AMK_P_DIM, -1);
+  int dim = amk_param_filled_i(c.ins, AMK_P_DIM);
   if (dim < -rank || dim >= rank) return AMK_FAULT_PARAM;
   if (dim < 0) dim += rank;
   amk_store_map map;

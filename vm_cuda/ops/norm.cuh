@@ -16,7 +16,7 @@ AMK_OP_FN int amk_op_rmsnorm(const amk_op_ctx& c) {
   amk_shape val;
   amk_store_map map;
   if (!amk_broadcast(x.s, w.s, &val) || !amk_store_plan(val, out.s, &map)) return AMK_FAULT_SHAPE;
-  const float eps = amk_param_f(c.ins, AMK_P_EPS, 1e-6f);
+  const float eps = amk_param_filled_f(c.ins, AMK_P_EPS);
   const int64_t h = x.s.rank ? x.s.d[x.s.rank - 1] : 1;
   const int64_t rows = h ? x.n / h : 0;
   const bool x_is_val = amk_same_shape(x.s, val);
@@ -62,7 +62,7 @@ AMK_OP_FN int amk_op_layernorm(const amk_op_ctx& c) {
   if (w.s.rank != 1 || w.s.d[0] != h || (has_b && (b.s.rank != 1 || b.s.d[0] != h))) return AMK_FAULT_SHAPE;
   amk_store_map map;
   if (!amk_store_plan(x.s, out.s, &map)) return AMK_FAULT_SHAPE;
-  const float eps = amk_param_f(c.ins, AMK_P_EPS, 1e-5f);
+  const float eps = amk_param_filled_f(c.ins, AMK_P_EPS);
   const int64_t rows = x.n / h;
   const int64_t chunk = AMK_SMEM_WORK_FLOATS / 2;
   float* mean = amk_work(c);

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from amkspec.ir import DType, InstructionKind
+from amkspec.ir import DType, InstructionKind, param_default
 from amkspec.proofs.shapes import codes as C
 from amkspec.proofs.shapes.context import OpContext, Operand, Rule, is_integer_dtype
 
@@ -95,7 +95,7 @@ def check_softmax(ctx: OpContext) -> None:
     """Spec §7 SOFTMAX: elementwise shape rule plus ``dim`` inside the rank."""
     check_elementwise(ctx)
     x = ctx.inputs[0]
-    dim, bound = ctx.param("dim", -1), max(x.rank, 1)
+    dim, bound = ctx.param("dim", int(param_default(InstructionKind.SOFTMAX, "dim"))), max(x.rank, 1)
     if dim is not None and not -bound <= dim < bound:
         ctx.fail(C.SOFTMAX_DIM, f"takes softmax over dim {dim} of {x.name} {list(x.shape)}", [x])
 
