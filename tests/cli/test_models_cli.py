@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import amkspec
 from amkspec.cli import main
-from amkspec.cli.model_arg import BUILTINS, LOWERING_ONLY, MODEL_NAMES, PRESETS
+from amkspec.cli.options import BUILTINS, LOWERING_ONLY, MODEL_NAMES, PRESETS
 from amkspec.models import MODELS
 from amkspec.models.checkpoint import BUILTIN_CHECKPOINTS
 from amkspec.models.registry import MODEL_NAMES as REGISTRY_NAMES

@@ -1,13 +1,10 @@
-"""``amkspec demo [DIR]``: amkspec's main job, run on the bundled example programs.
+"""The steps of ``amkspec demo``: :data:`DEMO_STEPS`, run in order on the examples directory.
 
-The demo is a list of steps, :data:`DEMO_STEPS`, run in order on the examples directory.
-Each step prints its own section and returns True when everything in it behaved as
-expected; the demo exits 0 only if every step did.
+Each step prints its own section and returns True when everything in it behaved as expected; the
+demo exits 0 only if every step did.
 
 How to add a step (for example "lower the toy models, run them on the ReferenceVM and print
 agreement with eager")::
-
-    from amkspec.cli.demo import demo_step
 
     @demo_step
     def run_toy_models(examples: Path) -> bool:
@@ -15,9 +12,8 @@ agreement with eager")::
         ...
         return all_agree
 
-Put it in your own CLI module (imported from ``amkspec/cli/__init__.py``): the decorator
-appends it to :data:`DEMO_STEPS`, after the steps registered before it. Keep a step fast
-(seconds) and quiet: one line per item, a clear verdict.
+Put it in this module: the decorator appends it to :data:`DEMO_STEPS`, after the steps defined
+before it. Keep a step fast (seconds) and quiet: one line per item, a clear verdict.
 """
 
 from __future__ import annotations
@@ -28,12 +24,13 @@ from pathlib import Path
 import click
 
 import amkspec
-from amkspec.cli.base import escape_line, fail, main, read_program
+from amkspec.cli.base import read_program
 from amkspec.cli.display import display_program
-from amkspec.cli.ir_commands import verdict, verdict_line
-from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
-from amkspec.ir import AmkspecError
+from amkspec.cli.options import DEFAULT_PROMPT, parse_prompt_ids
+from amkspec.cli.verdicts import verdict, verdict_line
+from amkspec.ir import AmkspecError, DType, ScheduleConfig
 from amkspec.ir.summary import one_line
+from amkspec.text import escape_line
 
 DemoStep = Callable[[Path], bool]
 
@@ -88,20 +85,25 @@ def check_programs(examples: Path) -> bool:
     return all(results)
 
 
-@main.command()
-@click.argument("directory", required=False, type=click.Path())
-def demo(directory: str | None) -> None:
-    """Load, summarise and validate every example program (default: the bundled examples/).
+@demo_step
+def run_toy_models(examples: Path) -> bool:
+    """Lower toy and toy-2L, validate, decode a few steps on the ReferenceVM, compare with eager."""
+    from amkspec.lower import lower
+    from amkspec.lower.decode import greedy_decode
 
-    Programs named rejected_*.json are expected to be rejected, all others to be valid.
-    Exits 0 if every step behaved as expected, 1 otherwise, 2 if DIR does not exist.
-    """
-    examples = Path(directory) if directory is not None else default_examples_dir()
-    if not examples.is_dir():
-        problem = "not a directory" if examples.exists() else "no such directory"
-        fail(f"{examples}: {problem} (pass the examples directory as DIR)")
+    click.echo("== toy models: lower (N_tile 64, load_balance SMs, graph_color pages), validate, "
+               "decode on the ReferenceVM vs eager ==")
     ok = True
-    for step in DEMO_STEPS:
-        ok = step(examples) and ok
-    click.echo("demo: all steps behaved as expected" if ok else "demo: some steps did NOT behave as expected")
-    raise SystemExit(EXIT_OK if ok else EXIT_REJECTED)
+    config = ScheduleConfig(tiling={"gemv": {"N_tile": 64}})
+    for name, dtype in (("toy", DType.F32), ("toy-2L", DType.F32), ("toy-2L", DType.BF16)):
+        prog = lower(name, "rtx5090", config, pos=0, dtype=dtype)
+        result = amkspec.validate(prog)
+        run = greedy_decode(name, parse_prompt_ids(DEFAULT_PROMPT), 4, config=config, target="rtx5090",
+                            dtype=dtype)
+        agree = sum(s.vm_next == s.eager_next for s in run.steps)
+        ok = ok and result.ok and run.agree
+        click.echo(f"{name} {dtype.name}: {len(prog.tasks)} tasks, {'valid' if result.ok else 'REJECTED'}, "
+                   f"scratch {prog.total_scratch_bytes()} B; {len(run.steps)} launches, "
+                   f"generated {run.generated[0]}, argmax agreement {agree}/{len(run.steps)}, "
+                   f"max abs err {run.max_abs_err:.3g} -> {'ok' if run.agree else 'DISAGREE'}")
+    return ok

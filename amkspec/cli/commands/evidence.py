@@ -1,21 +1,83 @@
-"""``amkspec check-validator``: the exhaustive small-scope check of ``validate()`` (spec §3).
+"""``amkspec certify``, ``check-cert`` and ``check-validator``: evidence about the validator's
+verdicts (spec §3).
 
-Prints the domain's size and how far the run got per task count (a Markdown table) and a summary
-line on stdout (``--json``: the whole report); progress on stderr. Exit 0 when the two agreed on
-every class checked, 1 on a disagreement, 2 for unusable options or another run's checkpoint, 130
-when interrupted (a rerun continues from the checkpoint).
+``check-validator`` is the exhaustive small-scope check of ``validate()``: it prints the domain's
+size and how far the run got per task count (a Markdown table) and a summary line on stdout
+(``--json``: the whole report); progress on stderr. Exit 0 when the two agreed on every class
+checked, 1 on a disagreement, 2 for unusable options or another run's checkpoint, 130 when
+interrupted (a rerun continues from the checkpoint).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
 import click
 
-from amkspec.cli.base import clean_errors, echo_json, fail, main
-from amkspec.cli.params import FiniteFloatRange, executor_options
+from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
+from amkspec.cli.files import read_json_file, refuse_inputs, write_output
+from amkspec.cli.options import FiniteFloatRange, executor_options
 from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
+from amkspec.ir import MegakernelProgram
+
+
+def _accepted(prog: MegakernelProgram, file: str) -> None:
+    from amkspec.proofs import Severity, validate
+
+    errors = [d for d in validate(prog).diagnostics if d.severity is Severity.ERROR]
+    if errors:
+        fail(
+            f"{file}: REJECTED ({errors[0].code}: {errors[0].message}); "
+            "only accepted programs get a certificate",
+            EXIT_REJECTED,
+        )
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), required=True, help="where to write the certificate"
+)
+@clean_errors
+def certify(file: str, output: str) -> None:
+    """Write a certificate (execution order + happens-before paths) for an accepted program."""
+    from amkspec.proofs.certificate import CertificateError
+    from amkspec.proofs.certificate import certify as make
+
+    refuse_inputs(output, [file])
+    prog = load_program(file)
+    _accepted(prog, file)
+    try:
+        cert = make(prog)
+    except CertificateError as exc:
+        fail(f"{file}: {exc}", EXIT_REJECTED)
+    write_output(output, json.dumps(cert, indent=1) + "\n", [file])
+    click.echo(
+        f"{output}: certificate of {len(cert['order'])} tasks, {len(cert['paths'])} happens-before "
+        f"paths, {len(cert['pages'])} shared pages"
+    )
+
+
+@main.command("check-cert")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("cert", type=click.Path(dir_okay=False))
+@clean_errors
+def check_cert(file: str, cert: str) -> None:
+    """Check a certificate against a program with the independent linear-time checker."""
+    from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
+
+    prog = load_program(file)
+    data = read_json_file(cert)
+    try:
+        check_certificate(prog, data)
+    except MalformedCertificate as exc:
+        fail(f"{cert}: not a certificate: {exc}")
+    except CertificateRefused as exc:
+        fail(f"{cert}: certificate REFUSED: {exc}", EXIT_REJECTED)
+    click.echo(f"{cert}: certificate OK for {file}")
+
 
 SIZE = click.IntRange(1, None)
 """A size of the domain (its largest values: :data:`amkspec.proofs.exhaustive.domain.LIMITS`)."""

@@ -1,18 +1,15 @@
-"""``amkspec explain``, ``certify``, ``check-cert`` and ``prove-rules`` (spec §3, the SMT layer)."""
+"""``amkspec explain`` and ``prove-rules`` (spec §3, the SMT layer)."""
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from amkspec.cli.base import clean_errors, echo_json, escape_line, fail, load_program, main
+from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
 from amkspec.cli.display import display_program
-from amkspec.cli.files import read_json_file, refuse_inputs, write_output
 from amkspec.cli.interrupt import interruptible
-from amkspec.cli.params import TIMEOUT
+from amkspec.cli.options import TIMEOUT
 from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
-from amkspec.ir import MegakernelProgram
+from amkspec.text import escape_line
 
 
 @main.command()
@@ -63,62 +60,6 @@ def explain(
             click.echo(f"wrote {line}")
     bad = result.verdict == "rejected" or any(f.status == "witnessed" for f in result.findings)
     raise SystemExit(EXIT_REJECTED if bad else EXIT_OK)
-
-
-def _accepted(prog: MegakernelProgram, file: str) -> None:
-    from amkspec.proofs import Severity, validate
-
-    errors = [d for d in validate(prog).diagnostics if d.severity is Severity.ERROR]
-    if errors:
-        fail(
-            f"{file}: REJECTED ({errors[0].code}: {errors[0].message}); "
-            "only accepted programs get a certificate",
-            EXIT_REJECTED,
-        )
-
-
-@main.command()
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False), required=True, help="where to write the certificate"
-)
-@clean_errors
-def certify(file: str, output: str) -> None:
-    """Write a certificate (execution order + happens-before paths) for an accepted program."""
-    from amkspec.proofs.certificate import CertificateError
-    from amkspec.proofs.certificate import certify as make
-
-    refuse_inputs(output, [file])
-    prog = load_program(file)
-    _accepted(prog, file)
-    try:
-        cert = make(prog)
-    except CertificateError as exc:
-        fail(f"{file}: {exc}", EXIT_REJECTED)
-    write_output(output, json.dumps(cert, indent=1) + "\n", [file])
-    click.echo(
-        f"{output}: certificate of {len(cert['order'])} tasks, {len(cert['paths'])} happens-before "
-        f"paths, {len(cert['pages'])} shared pages"
-    )
-
-
-@main.command("check-cert")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.argument("cert", type=click.Path(dir_okay=False))
-@clean_errors
-def check_cert(file: str, cert: str) -> None:
-    """Check a certificate against a program with the independent linear-time checker."""
-    from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
-
-    prog = load_program(file)
-    data = read_json_file(cert)
-    try:
-        check_certificate(prog, data)
-    except MalformedCertificate as exc:
-        fail(f"{cert}: not a certificate: {exc}")
-    except CertificateRefused as exc:
-        fail(f"{cert}: certificate REFUSED: {exc}", EXIT_REJECTED)
-    click.echo(f"{cert}: certificate OK for {file}")
 
 
 @main.command("prove-rules")

@@ -9,36 +9,14 @@ from typing import Any
 import click
 
 from amkspec.cli.base import clean_errors, echo_json, fail, load_program, main
-from amkspec.cli.display import display_program, display_result
+from amkspec.cli.display import display_program
 from amkspec.cli.files import read_bytes_file, write_output
-from amkspec.cli.model_arg import DEQUANTIZE_HELP, MODEL_NAMES, chosen_model, dequantized, model_label
+from amkspec.cli.options import DEQUANTIZE_HELP, MODEL_NAMES, chosen_model, dequantized, model_label
+from amkspec.cli.verdicts import verdict, verdict_line
 from amkspec.exit_codes import EXIT_REJECTED
 from amkspec.ir import MegakernelProgram, dumps
 from amkspec.ir.schema import program_schema
 from amkspec.ir.summary import summarize
-
-
-def verdict(prog: MegakernelProgram, *, escaped: bool = False) -> dict[str, Any]:
-    """``{"valid", "errors", "warnings", "first_errors"}`` from :func:`amkspec.validate` (spec §3);
-    ``escaped``: the errors as a text report shows them (:func:`display_result`)."""
-    from amkspec.proofs import validate
-
-    result = validate(prog)
-    if escaped:
-        result = display_result(result)
-    return {
-        "valid": bool(result.ok),
-        "errors": len(result.errors),
-        "warnings": len(result.warnings),
-        "first_errors": [str(e) for e in result.errors[:3]],
-    }
-
-
-def verdict_line(v: dict[str, Any]) -> str:
-    """``valid: yes (0 errors, 1 warning)``."""
-    errors = f"{v['errors']} error{'s' if v['errors'] != 1 else ''}"
-    warns = f"{v['warnings']} warning{'s' if v['warnings'] != 1 else ''}"
-    return f"valid: {'yes' if v['valid'] else 'no'} ({errors}, {warns})"
 
 
 def _info_lines(path: str, s: dict[str, Any]) -> list[str]:

@@ -20,7 +20,7 @@ import click
 
 from amkspec.cli.base import fail, main
 from amkspec.cli.files import refuse_inputs, write_output
-from amkspec.cli.params import TIMEOUT
+from amkspec.cli.options import TIMEOUT
 from amkspec.conformance.rules import LEVELS, Level
 from amkspec.exit_codes import EXIT_OK, EXIT_REJECTED
 

@@ -14,51 +14,27 @@ from typing import Any
 
 import click
 
-from amkspec.cli.base import clean_errors, echo_json, fail, main
-from amkspec.cli.files import read_json_file
-from amkspec.cli.model_arg import model_argument, model_label
-from amkspec.cli.params import SEED, SHARE, VM_TIMEOUT, executor_options
-from amkspec.cli.run_cmd import VM_CHOICE
+from amkspec.cli.base import clean_errors, echo_json, main
+from amkspec.cli.files import read_config_document
+from amkspec.cli.options import (
+    SEED,
+    SHARE,
+    TARGET_NAMES,
+    VM_CHOICE,
+    VM_TIMEOUT,
+    executor_options,
+    load_lowering,
+    lowering_option,
+    model_argument,
+    model_label,
+)
+from amkspec.cli.progress import TrialProgress
 from amkspec.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED
 from amkspec.ir import TARGETS
 
-TARGET_NAMES = click.Choice(sorted(TARGETS))
 ROUND_HELP = "4"
 """``--round``'s default as ``--help`` shows it: :data:`amkspec.search.loop.ROUND_SIZE` (which imports
 torch, so the CLI does not read it at start-up; a test keeps the two equal)."""
-
-
-def load_lowering(spec: str | None) -> Any:
-    """``module:function`` → the function (a plugged-in lowering); exit 2 if it cannot be imported."""
-    if spec is None:
-        return None
-    import importlib
-
-    module, _, name = spec.partition(":")
-    try:
-        func = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError, ValueError) as exc:
-        fail(f"--lowering {spec}: cannot import it ({type(exc).__name__}); use module:function")
-    if not callable(func):
-        fail(f"--lowering {spec}: not a function")
-    return func
-
-
-def lowering_option(func: Any) -> Any:
-    """``--lowering module:function``: evaluate another lowering (see :data:`amkspec.search.Lowering`)."""
-    return click.option("--lowering", "lowering_spec", default=None, metavar="MODULE:FUNC",
-                        help="Plug in another lowering (model, target, config, pos) -> program.")(func)
-
-
-def read_config_document(path: str) -> Any:
-    """The config document of a file, as :func:`amkspec.lower.knobs.config_document` finds it (an
-    ``amkspec propose`` document gives its ``schedule_config``); any JSON value, judged by the knob
-    checks, so a malformed one is a ``valid: false`` verdict. Exit 2 only if the file cannot be
-    read or is not JSON."""
-    from amkspec.lower.knobs import NULL_DOCUMENT, config_document
-
-    doc = config_document(read_json_file(path, "a JSON config"))
-    return NULL_DOCUMENT if doc is None else doc
 
 
 @main.command("evaluate")
@@ -106,37 +82,6 @@ def propose_cmd(model: str | Path, target: str) -> None:
         "schedule_id": knobs.schedule_id(knobs.default_config()),
         "search_space": knobs.search_space(tgt),
     })
-
-
-class _Progress:
-    """A tqdm bar on a terminal, otherwise one plain line per trial (both on stderr). Trials are
-    numbered as in ``results.tsv`` and the JSON (trial 0 is the default config)."""
-
-    def __init__(self, total: int, done: int, quiet: bool) -> None:
-        self.quiet = quiet
-        self.total = total
-        self.done = done
-        self.bar: Any = None
-        if not quiet and sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, initial=done, unit="trial", file=sys.stderr, dynamic_ncols=True)
-
-    def __call__(self, trial: Any, incumbent: Any) -> None:
-        self.done += 1
-        best = incumbent.verdict.latency_us if incumbent is not None else None
-        if self.bar is not None:
-            self.bar.set_postfix_str(f"best {best} us, trial {trial.trial} {trial.status}")
-            self.bar.update(1)
-        elif not self.quiet:
-            lat = trial.verdict.latency_us
-            click.echo(f"trial {trial.trial} {trial.verdict.schedule_id} {trial.status:<8} "
-                       f"{'-' if lat is None else f'{lat} us'} ({trial.source} {trial.knob}); best {best} us "
-                       f"[{self.done} of {self.total} done]", err=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def summary_line(result: Any, model: str, target: str) -> str:
@@ -199,7 +144,7 @@ def search_cmd(model: str | Path, target: str, budget: int, seed: int, explore: 
     rounds = {} if round_size is None else {"round_size": round_size}
     options = SearchOptions(str(model), target, budget, seed, explore, beam, probe, vm, **rounds)
     run = Search(options, out, resume=resume, timeout_s=timeout_s, lowering=load_lowering(lowering_spec))
-    progress = _Progress(budget, len(run.trials), quiet)
+    progress = TrialProgress(budget, len(run.trials), quiet)
     try:
         with make_executor(executor, workers, address, gpus_per_job=1 if vm == "cuda" else 0) as pool:
             result = run.run(progress, pool)
