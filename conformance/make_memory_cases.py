@@ -18,46 +18,26 @@ from typing import Any
 
 from amkspec.conformance.rules import validate_case_rules
 from amkspec.ir import (
-    BufferKind,
     DType,
     InstructionKind,
     MegakernelProgram,
-    ProgramBuilder,
     to_dict,
 )
+from amkspec.programs.parts import GEMV_8, BufSpec, io, kv, one_task, res, wt
 from amkspec.proofs.diagnostics import CODES
 from conformance.casefiles import write_cases
 
 OUT_DIR = Path(__file__).resolve().parent / "cases" / "memory"
 Op = InstructionKind
 F32, F16, I32, I8, I4 = DType.F32, DType.F16, DType.I32, DType.I8, DType.I4
-BufSpec = tuple[str, BufferKind, DType, tuple[int, ...]]
-
-
-def io(name: str, shape: tuple[int, ...], dtype: DType = F32) -> BufSpec:
-    return (name, BufferKind.IO_INPUT, dtype, shape)
-
-
-def wt(name: str, shape: tuple[int, ...], dtype: DType = F32) -> BufSpec:
-    return (name, BufferKind.WEIGHT, dtype, shape)
-
-
-def kv(name: str, shape: tuple[int, ...]) -> BufSpec:
-    return (name, BufferKind.KV_CACHE, F32, shape)
-
-
-def res(name: str, shape: tuple[int, ...], dtype: DType = F32) -> BufSpec:
-    return (name, BufferKind.IO_OUTPUT, dtype, shape)
+PROVENANCE = {"model": "conformance/make_memory_cases.py"}
+"""``meta`` of every program here: a provenance tag, kept literal (the case files' bytes)."""
 
 
 def one(op: InstructionKind, inputs: list[BufSpec], output: BufSpec | int, params: dict[str, Any]) -> (
         MegakernelProgram):
-    """A one-task program; ``output`` given as an int reuses that input buffer (KV_APPEND)."""
-    b = ProgramBuilder()
-    ins = [b.new_buffer(*spec) for spec in inputs]
-    out = ins[output] if isinstance(output, int) else b.new_buffer(*output)
-    b.add_task(op, ins, [out], params=params, label=op.name.lower())
-    return b.build(meta={"model": "conformance/make_memory_cases.py"})
+    """A one-task program of this generator (:func:`amkspec.programs.parts.one_task`)."""
+    return one_task(op, inputs, output, params, meta=PROVENANCE)
 
 
 Make = Callable[[bool], MegakernelProgram]
@@ -71,7 +51,7 @@ def case(code: str, slug: str, description: str) -> Callable[[Make], Make]:
     return add
 
 
-GEMV = {"K": 8, "N_tile": 8, "n_off": 0}
+GEMV = GEMV_8
 
 
 # -- GEMV_TILE / GEMM_TILE / DEQUANT ------------------------------------------------------------

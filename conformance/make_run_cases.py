@@ -33,6 +33,7 @@ from amkspec.conformance.rules import QUANT_AFFINE_RULE, rule_id_for_op
 from amkspec.conformance.tensors import encode
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, dumps, to_dict
 from amkspec.models.oracle import DEFAULT_TOLERANCE, TOLERANCES
+from amkspec.programs.parts import GEMV_8, BufSpec, one_task, res
 from amkspec.semantics import torch_dtype
 from amkspec.vm import ReferenceVM
 
@@ -53,21 +54,20 @@ def tolerance_table() -> dict[str, list[float]]:
     return {d.name: list(TOLERANCES.get(d, DEFAULT_TOLERANCE)) for d in floats}
 
 
-def _one(
-    op: InstructionKind,
-    ins: list[tuple[str, BufferKind, DType, tuple[int, ...]]],
-    out: tuple[str, DType, tuple[int, ...]] | int,
-    params: dict[str, Any],
-) -> MegakernelProgram:
-    b = ProgramBuilder()
-    ids = [b.new_buffer(*spec) for spec in ins]
-    o = ids[out] if isinstance(out, int) else b.new_buffer(out[0], BufferKind.IO_OUTPUT, out[1], out[2])
-    b.add_task(op, ids, [o], params=params, label=op.name.lower())
-    return b.build(meta={"model": "conformance/make_run_cases.py"})
+PROVENANCE = {"model": "conformance/make_run_cases.py"}
+"""``meta`` of every program here: a provenance tag, kept literal (the case files' and the transcript's
+bytes)."""
+
+
+def _one(op: InstructionKind, ins: list[BufSpec], out: tuple[str, DType, tuple[int, ...]] | int,
+         params: dict[str, Any]) -> MegakernelProgram:
+    """A one-task program; ``out`` is (name, dtype, shape) of its IO_OUTPUT, or an input's index."""
+    output = out if isinstance(out, int) else res(out[0], out[2], out[1])
+    return one_task(op, ins, output, params, meta=PROVENANCE)
 
 
 IN, W, KV = BufferKind.IO_INPUT, BufferKind.WEIGHT, BufferKind.KV_CACHE
-GEMV = {"K": 8, "N_tile": 8, "n_off": 0}
+GEMV = GEMV_8
 ATTN = {"head_dim": 4, "kv_start": 0, "kv_len": 6, "scale": 0.5, "n_heads": 4, "n_kv_heads": 2}
 
 
@@ -77,7 +77,7 @@ def _nop(dt: DType) -> MegakernelProgram:
     y = b.new_buffer("y", BufferKind.IO_OUTPUT, dt, (1, 8))
     t = b.add_task(Op.NOP, [], [], label="nop")
     b.add_task(Op.COPY, [x], [y], waits=[b.after(t)], label="copy_after_nop")
-    return b.build(meta={"model": "conformance/make_run_cases.py"})
+    return b.build(meta=PROVENANCE)
 
 
 def _fused(dt: DType) -> MegakernelProgram:
@@ -282,7 +282,7 @@ def _fire_join() -> MegakernelProgram:
     b.add_task(Op.COPY, [x], [a], out_counter=done, label="copy_a")
     b.add_task(Op.ADD, [a, c], [y], waits=[(done, 2)], label="add_after_both")
     b.add_task(Op.COPY, [x], [c], out_counter=done, label="copy_c")
-    return b.build(meta={"model": "conformance/make_run_cases.py"})
+    return b.build(meta=PROVENANCE)
 
 
 def _fire_chain() -> MegakernelProgram:
@@ -294,7 +294,7 @@ def _fire_chain() -> MegakernelProgram:
     doubled = b.new_counter("doubled")
     b.add_task(Op.COPY, [a], [y], waits=[(doubled, 1)], label="copy_after_add")
     b.add_task(Op.ADD, [x, x], [a], out_counter=doubled, label="double")
-    return b.build(meta={"model": "conformance/make_run_cases.py"})
+    return b.build(meta=PROVENANCE)
 
 
 FIRING: dict[str, tuple[str, Callable[[], MegakernelProgram]]] = {

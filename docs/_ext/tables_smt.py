@@ -1,7 +1,7 @@
 """Tables of the Verification chapter and the witness gallery, computed when the site is built.
 
 The gallery runs :func:`amkspec.smt.explain.explain` on each example of
-:mod:`amkspec.smt.examples` and renders the witness it finds (each replayed by
+:mod:`amkspec.programs.gallery` and renders the witness it finds (each replayed by
 :func:`amkspec.proofs.replay.check_witness` first), so the pages show what the
 tool prints today. Everything here takes well under a second.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from functools import cache
 
 from amkspec.ir import MegakernelProgram
+from amkspec.programs.gallery import EXAMPLES, rule_only_partial_join
 from amkspec.proofs.replay import check_witness
-from amkspec.smt.examples import EXAMPLES, rule_only_partial_join
 from amkspec.smt.explain import KIND_OF_CODE, Explanation, explain
 from amkspec.smt.theorems import RULES, THEOREMS
 from amkspec.smt.witness import annotate

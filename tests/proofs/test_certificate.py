@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from amkspec.conformance.cases import default_cases_dir, discover, program_text
 from amkspec.ir import BufferKind, FormatError, InstructionKind, MegakernelProgram, load, loads
+from amkspec.programs.gallery import EXAMPLES, layered
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import Severity, validate
 from amkspec.proofs.cert_check import CertificateRefused, MalformedCertificate, check_certificate
 from amkspec.proofs.certificate import CertificateError, certify, program_hash
 from amkspec.proofs.diagnostics import CODES
-from amkspec.smt.examples import EXAMPLES, layered
-from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.conftest import FIXTURES
 from tests.proofs.forge import forge, refused
 

@@ -23,6 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import structure
 from amkspec.proofs.footprint import (
     EMPTY,
@@ -42,7 +43,6 @@ from amkspec.proofs.footprint import (
     whole,
 )
 from amkspec.proofs.index import ProgramIndex
-from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_column_fast_paths import mutated_programs
 
 _DIMS = st.integers(0, 4)

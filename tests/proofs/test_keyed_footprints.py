@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task
+from amkspec.programs.strategies import arbitrary_programs
 from amkspec.proofs.columns import param_key, task_columns
 from amkspec.proofs.footprint import (
     KEYED_MIN_TASKS,
@@ -35,7 +36,6 @@ from amkspec.proofs.footprint import (
     task_regions,
 )
 from amkspec.proofs.index import ProgramIndex
-from amkspec.strategies import arbitrary_programs
 from tests.proofs.test_column_fast_paths import mutated_programs
 
 

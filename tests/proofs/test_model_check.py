@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 
 from amkspec.ir import load
+from amkspec.programs.gallery import EXAMPLES, layered, rule_only_partial_join
+from amkspec.programs.strategies import valid_programs
 from amkspec.proofs.model_check import StateLimit, check
 from amkspec.proofs.replay import replay
-from amkspec.smt.examples import EXAMPLES, layered, rule_only_partial_join
-from amkspec.strategies import valid_programs
 from tests.conftest import FIXTURES
 
 

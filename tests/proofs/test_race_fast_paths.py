@@ -28,6 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import races, validate
 from amkspec.proofs.footprint import (
     Box,
@@ -42,7 +43,6 @@ from amkspec.proofs.footprint import (
 )
 from amkspec.proofs.index import ProgramIndex, kahn
 from amkspec.proofs.reach import Reachability
-from amkspec.strategies import arbitrary_programs, valid_programs
 
 K = InstructionKind
 F32 = DType.F32

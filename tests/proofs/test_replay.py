@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from amkspec.programs.gallery import EXAMPLES, partial_join_race, sm_queue_deadlock, threshold_too_high
 from amkspec.proofs.replay import ReplayError, check_witness, replay
 from amkspec.proofs.trace import Event
 from amkspec.smt import Prover
-from amkspec.smt.examples import EXAMPLES, partial_join_race, sm_queue_deadlock, threshold_too_high
 
 
 def _events(*pairs: tuple[str, int]) -> list[Event]:

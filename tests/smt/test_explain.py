@@ -7,8 +7,8 @@ import json
 import pytest
 
 from amkspec.ir import load
+from amkspec.programs.gallery import EXAMPLES, rule_only_partial_join
 from amkspec.proofs.replay import check_witness
-from amkspec.smt.examples import EXAMPLES, rule_only_partial_join
 from amkspec.smt.explain import explain
 from tests.conftest import FIXTURES
 

@@ -6,9 +6,9 @@ import pytest
 
 from amkspec.ir import Buffer, BufferKind, DType, MegakernelProgram, ProgramBuilder, Task, load
 from amkspec.ir import InstructionKind as K
+from amkspec.programs.gallery import EXAMPLES, layered, rule_only_partial_join
 from amkspec.proofs.replay import check_witness
 from amkspec.smt import Prover, queries, render_dot, render_text
-from amkspec.smt.examples import EXAMPLES, layered, rule_only_partial_join
 from tests.conftest import FIXTURES
 
 EXPECTED_KIND = {

@@ -13,8 +13,8 @@ from amkspec.ir import ScheduleConfig
 from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import TOY_2L, make_weights
+from amkspec.programs.small import add_weight, embed_append, kv_snapshot
 from amkspec.vm import BindingError, ExecutionError, ReferenceVM, Replay
-from tests.vm.programs import add_weight, embed_append, kv_program
 
 CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 32}}, page_allocation="graph_color")
 FRESH = Replay(trace=[], finish=True)
@@ -102,7 +102,7 @@ def test_a_launch_that_fails_while_running_forgets_the_carried_caches(toy: Any, 
 
 
 def test_kv_passed_in_replaces_the_vms_own() -> None:
-    prog = kv_program(pos=1)
+    prog = kv_snapshot(pos=1)
     vm = ReferenceVM(prog)
     x = {"x": np.ones((1, 1, 2), dtype=np.float32)}
     first = vm.run({}, x)

@@ -8,6 +8,7 @@ the example is named after.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from amkspec.ir import (
     TARGETS,
@@ -216,3 +217,26 @@ def layered(n_tasks: int, bug: str | None = None, width: int = 4) -> MegakernelP
             )
         prev, wait = out, b.join(c)
     return b.build(meta={"example": f"layered {bug or 'valid'}"}, target=TARGETS["h100"])
+
+
+def race_witness(n_tasks: int) -> tuple[MegakernelProgram, dict[str, Any]]:
+    """layered(n, "race") and a legal witness: everything before the last layer runs, then the
+    last writer of the layer before starts and the racing reader starts."""
+    prog = layered(n_tasks, "race")
+    ids = [t.id for t in prog.tasks]
+    writer, reader = ids[-5], ids[-4]
+    events = [{"event": e, "task": t} for t in ids[:-5] for e in ("start", "end")]
+    events += [{"event": "start", "task": writer}, {"event": "start", "task": reader}]
+    buf = prog.tasks[-4].inputs[0]
+    w = {
+        "kind": "read-race",
+        "property": f"task {reader} reads buffer {buf} before writer {writer} has ended",
+        "tasks": [reader, writer],
+        "buffers": [buf],
+        "counters": [],
+        "roles": {"reader": reader, "writer": writer, "buffer": buf},
+        "events": events,
+        "blocked": [],
+        "cycle": [],
+    }
+    return prog, w

@@ -1,4 +1,4 @@
-"""Tiny Llama checkpoints made by the tests: an HF directory and a GGUF file, random but the same
+"""Tiny Llama checkpoints for the tests and tools: an HF directory and a GGUF file, random but the same
 bytes on every machine (numpy's PCG64, then BF16 or gguf's own quantizers).
 
 ``tools/make_real_golden.py`` writes the same files and records transformers' answers for them in
@@ -22,8 +22,8 @@ MERGES = [
 ]
 """Byte-level BPE merges of the tiny tokenizer (``Ġ`` is a space, ``Ċ`` a newline)."""
 
-DIMS = {"hidden": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 16, "intermediate": 96,
-        "rope_theta": 50000.0, "rms_eps": 1e-5, "context": 128}
+DIMS: dict[str, Any] = {"hidden": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "head_dim": 16,
+                        "intermediate": 96, "rope_theta": 50000.0, "rms_eps": 1e-5, "context": 128}
 
 
 def vocabulary() -> list[str]:

@@ -1,21 +1,18 @@
-"""Program families the benchmarks measure (issue 13): the same programs for amkspec and the original.
+"""Sized program families (the benchmarks measure them; the same programs for amkspec and the original).
 
-- ``layered``: decoder-like layers (RMSNORM, tiled GEMV projections under one counter, SILU_MUL,
-  residual ADD that reads the previous residual only *transitively*), round-robin SMs, so every
-  obligation does real work: happens-before queries, the SM-queue rule, all-join waits;
-- ``chain``: a long dependency chain of tiled projections and adds (deep, narrow);
-- ``wide``: one projection split into thousands of tiles under one counter, then one reader
+- :func:`decoder_layers`: decoder-like layers (RMSNORM, tiled GEMV projections under one counter,
+  SILU_MUL, residual ADD that reads the previous residual only *transitively*), round-robin SMs, so
+  every obligation does real work: happens-before queries, the SM-queue rule, all-join waits;
+- :func:`gemv_chain`: a long dependency chain of tiled projections and adds (deep, narrow);
+- :func:`wide`: one projection split into thousands of tiles under one counter, then one reader
   (the original's write-after-write check is quadratic in the tiles of one buffer);
-- ``lowered``: the original's own lowering of the toy models (``compat=True`` reproduces it byte
-  for byte), across models, positions and tilings;
-- ``fixtures``: the programs the original wrote itself (``tests/fixtures/amk``).
+- :func:`paged_copy_chain`: a long chain whose pages are reused, with one clobber (a page race).
+
+``meta.model`` of the first three is ``"benchmarks.<family>"`` with the family's old name
+(``layered``, ``chain``, ``wide``): a provenance tag, kept literal.
 """
 
 from __future__ import annotations
-
-import gzip
-from collections.abc import Iterator
-from pathlib import Path
 
 from amkspec.ir import (
     TARGETS,
@@ -23,17 +20,18 @@ from amkspec.ir import (
     DType,
     InstructionKind,
     MegakernelProgram,
+    MemSpace,
+    Page,
+    PageAllocation,
     ProgramBuilder,
-    ScheduleConfig,
     Wait,
-    loads,
 )
 
 K = InstructionKind
-F32 = DType.F32
-HIDDEN = 64
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "amk"
 
+F32 = DType.F32
+
+HIDDEN = 64
 
 def tiled_projection(b: ProgramBuilder, name: str, x: int, k: int, n: int, tiles: int,
                      waits: list[Wait]) -> int:
@@ -47,7 +45,6 @@ def tiled_projection(b: ProgramBuilder, name: str, x: int, k: int, n: int, tiles
                    params={"K": k, "N_tile": width, "n_off": i * width}, label=f"{name}[t{i}]")
     return out
 
-
 def _finish(b: ProgramBuilder, h: int, waits: list[Wait], family: str,
             width: int = HIDDEN) -> MegakernelProgram:
     """Copy ``h`` to the program's output, assign SMs round-robin, target the H100."""
@@ -58,8 +55,7 @@ def _finish(b: ProgramBuilder, h: int, waits: list[Wait], family: str,
         task.sm = task.id % target.num_sms
     return b.build(meta={"gpu": "h100", "model": f"benchmarks.{family}"}, target=target)
 
-
-def layered(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
+def decoder_layers(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
     """A valid layered decoder of about ``n_tasks`` tasks (2·tiles + 3 tasks per layer)."""
     b = ProgramBuilder()
     wide = HIDDEN * tiles // 4
@@ -85,8 +81,7 @@ def layered(n_tasks: int, tiles: int = 8) -> MegakernelProgram:
         h, h_wait, layer = h_next, b.after(r), layer + 1
     return _finish(b, h, [h_wait], "layered")
 
-
-def chain(n_tasks: int, tiles: int = 4) -> MegakernelProgram:
+def gemv_chain(n_tasks: int, tiles: int = 4) -> MegakernelProgram:
     """About ``n_tasks`` tasks: per step ``tiles`` GEMV tiles under one counter, then an ADD."""
     b = ProgramBuilder()
     h = b.new_buffer("x", BufferKind.IO_INPUT, F32, (1, HIDDEN))
@@ -100,7 +95,6 @@ def chain(n_tasks: int, tiles: int = 4) -> MegakernelProgram:
         h, waits, step = out, [b.after(t)], step + 1
     return _finish(b, h, waits, "chain")
 
-
 def wide(tiles: int) -> MegakernelProgram:
     """One projection of ``tiles`` one-column GEMV tiles under one counter, read by one task."""
     b = ProgramBuilder()
@@ -109,34 +103,21 @@ def wide(tiles: int) -> MegakernelProgram:
     return _finish(b, y, [b.join(b.tasks[-1].out_counter)], "wide", width=tiles)
 
 
-LOWERED = [  # (model, position, GEMV N_tile or None for the original's auto tiling, split-KV partitions)
-    ("toy", 0, 64, 0), ("toy", 5, 16, 0), ("toy-2L", 0, 64, 0), ("toy-2L", 47, 64, 4),
-    ("toy-2L", 100, 8, 0), ("medium", 0, 64, 0), ("medium", 31, 128, 2), ("medium", 7, None, 0),
-]
-
-
-def lowered() -> Iterator[tuple[str, str]]:
-    """(name, JSON text) of the original's lowering of the toy models (``compat=True``)."""
-    from amkspec.ir import dumps
-    from amkspec.lower import lower
-
-    for model, pos, n_tile, parts in LOWERED:
-        tiling: dict[str, dict[str, int]] = {}
-        if n_tile is not None:
-            tiling["gemv"] = {"N_tile": n_tile}
-        if parts:
-            tiling["attention"] = {"n_partitions": parts}
-        config = ScheduleConfig(tiling=tiling) if tiling else None
-        prog = lower(model, "h100", config, pos=pos, compat=True)
-        yield f"{model} pos {pos} N_tile {n_tile or 'auto'}" + (f" split {parts}" if parts else ""), \
-            dumps(prog)
-
-
-def fixtures() -> Iterator[tuple[str, str]]:
-    """(name, JSON text) of every program the original wrote (``tests/fixtures/amk``)."""
-    for path in sorted(FIXTURES.glob("*.json*")):
-        if path.name.endswith((".json", ".json.gz")) and "dtypes" not in path.name:
-            raw = path.read_bytes()
-            text = gzip.decompress(raw).decode() if path.suffix == ".gz" else raw.decode()
-            loads(text)  # a program, not a side table
-            yield path.name, text
+def paged_copy_chain(n: int) -> MegakernelProgram:
+    """A chain of ``n - 1`` COPY tasks through activations on four rotating HBM pages, then an ADD
+    reading the first and the last, and an unordered ``clobber`` of page 0: a page-reuse race deep in
+    a long chain (the ``pages`` family of ``benchmarks/explain_pages.py``)."""
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
+    acts = [b.new_buffer(f"a{i}", BufferKind.ACTIVATION, DType.F32, (1, 4)) for i in range(n)]
+    prev = b.add_task(K.COPY, [x], [acts[0]], label="t0")
+    for i in range(1, n - 1):
+        prev = b.add_task(K.COPY, [acts[i - 1]], [acts[i]], waits=[b.after(prev)],
+                          label=f"t{i}")
+    out = b.new_buffer("out", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
+    b.add_task(K.ADD, [acts[n - 2], acts[0]], [out], waits=[b.after(prev)], label="late")
+    b.add_task(K.COPY, [x], [acts[n - 1]], label="clobber")
+    pages = [Page(p, MemSpace.HBM, 16) for p in range(4)]
+    mapping = {acts[i]: i % 4 for i in range(n - 1)}
+    mapping[acts[n - 1]] = 0
+    return b.build(pages=PageAllocation(mapping, pages))

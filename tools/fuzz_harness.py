@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from amkspec.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 FIXTURES = ROOT / "tests" / "fixtures" / "amk"
 
