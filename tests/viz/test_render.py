@@ -120,7 +120,7 @@ def test_a_100k_task_witness_renders_its_neighbourhood_in_bounded_time() -> None
 CASES = sorted(
     p
     for family in ("races", "deadlock", "structure")
-    for p in (ROOT / "conformance" / "cases" / family).glob("*.json")
+    for p in (ROOT / "corpus" / "cases" / family).glob("*.json")
     if not p.name.endswith("_ok.json")
 )
 

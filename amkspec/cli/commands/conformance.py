@@ -1,6 +1,6 @@
 """``amkspec conformance --impl CMD``: certify an implementation against the kit (spec §9.4).
 
-Runs every case under ``--cases`` (default: the repository's ``conformance/cases``) against the
+Runs every case under ``--cases`` (default: the repository's ``corpus/cases``) against the
 command ``CMD`` speaking the harness protocol (default: amkspec's own adapter), prints the summary
 by chapter with the verdicts of both levels, and writes the JSON and JUnit reports on request.
 Exit 0 when the implementation conforms at ``--level`` (default ``core``, the specification), 1
@@ -49,7 +49,7 @@ def _refuse_in_cases(output: str | None, root: Path) -> None:
     "cases_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="The cases folder (default: conformance/cases).",
+    help="The cases folder (default: corpus/cases).",
 )
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the JSON report here.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML here.")

@@ -1,7 +1,7 @@
 """Generate the validator conformance cases (families structure, deadlock, races, outputs).
 
-Run ``python3 -m conformance.make_cases`` from the repository root to rewrite
-``conformance/cases/<family>/*.json``; a test checks the committed files equal this
+Run ``python3 -m corpus.make_cases`` from the repository root to rewrite
+``corpus/cases/<family>/*.json``; a test checks the committed files equal this
 script's output. Every case starts from :func:`base_program` (a small valid program,
 ids equal to positions) and applies one mutation. A *trigger* case expects its code;
 its *near miss* (``…_ok.json``) is a valid program that differs in the same place
@@ -36,7 +36,7 @@ from amkspec.ir.atomic import write_atomic
 from amkspec.proofs.diagnostics import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES_DIR = ROOT / "conformance" / "cases"
+CASES_DIR = ROOT / "corpus" / "cases"
 K = InstructionKind
 F32 = DType.F32
 Mutation = Callable[[MegakernelProgram], None]
@@ -566,7 +566,7 @@ def _verdict_with(code: str) -> str:
 
 
 def build_cases() -> dict[str, str]:
-    """Relative path under ``conformance/cases`` → file text, for every catalogue entry."""
+    """Relative path under ``corpus/cases`` → file text, for every catalogue entry."""
     files: dict[str, str] = {}
     for code, slug, description, trigger, near, near_description in CATALOGUE:
         clause = CODES[code].clause

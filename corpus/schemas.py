@@ -1,5 +1,5 @@
 """The JSON Schemas the kit ships next to its cases (spec §6.6, §9.3): the program format and the
-harness protocol, generated from the code. ``python3 -m conformance.schemas`` rewrites them."""
+harness protocol, generated from the code. ``python3 -m corpus.schemas`` rewrites them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from amkspec.conformance.protocol import SCHEMA
 from amkspec.ir.atomic import write_atomic
 from amkspec.ir.schema import program_schema
-from conformance.casefiles import render
+from corpus.casefiles import render
 
 KIT = Path(__file__).resolve().parent
 SCHEMAS: dict[str, Any] = {"protocol.schema.json": SCHEMA, "program.schema.json": program_schema()}

@@ -1,4 +1,4 @@
-"""Generate the refuse cases (kind ``refuse``, spec §2.4) under ``conformance/cases/refuse/``.
+"""Generate the refuse cases (kind ``refuse``, spec §2.4) under ``corpus/cases/refuse/``.
 
 A VM must refuse, not run, a program its validator rejects (rule EXEC-REFUSE-1) and must run one
 it accepts (rule EXEC-REFUSE-2). The programs are validate cases' triggers and near misses (one per
@@ -7,7 +7,7 @@ weights and inputs so that a VM that skips validation could run them. Each case 
 EXEC rules and the rules of its source case: the judge asks the implementation's own verdict when
 it declares ``validate``, and otherwise holds a run of an invalid program against the source's rules.
 
-Run ``python3 -m conformance.make_refuse_cases`` from the repository root; a test checks that the
+Run ``python3 -m corpus.make_refuse_cases`` from the repository root; a test checks that the
 committed files equal this script's output.
 """
 
@@ -22,9 +22,9 @@ import numpy as np
 from amkspec.conformance.rules import VOCABULARY
 from amkspec.conformance.tensors import encode
 from amkspec.ir import BufferKind, MegakernelProgram, from_dict
-from conformance.casefiles import write_cases
-from conformance.make_cases import CASES_DIR
-from conformance.make_run_cases import sample
+from corpus.casefiles import write_cases
+from corpus.make_cases import CASES_DIR
+from corpus.make_run_cases import sample
 
 OUT_DIR = CASES_DIR / "refuse"
 

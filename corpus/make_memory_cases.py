@@ -1,11 +1,11 @@
-"""Generate the memory-safety cases (M4xx, spec §3.4 and chapter 4) under ``conformance/cases/memory/``.
+"""Generate the memory-safety cases (M4xx, spec §3.4 and chapter 4) under ``corpus/cases/memory/``.
 
 Each code gets a triggering case ``<code>_<slug>.json`` (verdict rejected, the code expected) and a
 near miss ``<code>_<slug>_ok.json``: the same one-task program with the offending shape or param
 corrected, valid under every other rule too (verdict accepted, the code absent). Inputs are IO_INPUT
 or WEIGHT buffers and the output an IO_OUTPUT, so no ordering rule is involved.
 
-Run ``python3 -m conformance.make_memory_cases`` from the repository root to rewrite the files;
+Run ``python3 -m corpus.make_memory_cases`` from the repository root to rewrite the files;
 a test checks that the committed files equal this script's output.
 """
 
@@ -25,7 +25,7 @@ from amkspec.ir import (
 )
 from amkspec.programs.parts import GEMV_8, BufSpec, io, kv, one_task, res, wt
 from amkspec.proofs.diagnostics import CODES
-from conformance.casefiles import write_cases
+from corpus.casefiles import write_cases
 
 OUT_DIR = Path(__file__).resolve().parent / "cases" / "memory"
 Op = InstructionKind

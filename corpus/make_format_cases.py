@@ -1,4 +1,4 @@
-"""Generate the format cases (kind ``format``, spec §6) under ``conformance/cases/format/``.
+"""Generate the format cases (kind ``format``, spec §6) under ``corpus/cases/format/``.
 
 Each case is a document's exact text and either ``loaded`` (the implementation must re-serialise
 it byte for byte, as one of ``expect.documents`` where several texts conform) or ``refused``, with the
@@ -6,7 +6,7 @@ error class and JSON path a reader should name (rules FMT-ERR-1 and FMT-ERR-2, a
 Paths are written as in spec §6.4 (``tasks[1].waits[0].threshold``; ``(root)`` for the document
 itself); the judge also accepts their RFC 6901 JSON Pointer.
 
-Run ``python3 -m conformance.make_format_cases`` from the repository root; a test checks that the
+Run ``python3 -m corpus.make_format_cases`` from the repository root; a test checks that the
 committed files equal this script's output.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 
 from amkspec.conformance.rules import ERROR_CLASS, ERROR_PATH
 from amkspec.ir import dumps
-from conformance.casefiles import write_cases
-from conformance.make_cases import base_program
+from corpus.casefiles import write_cases
+from corpus.make_cases import base_program
 
 OUT_DIR = Path(__file__).resolve().parent / "cases" / "format"
 Edit = Callable[[dict[str, Any]], None]

@@ -9,7 +9,7 @@ from amkspec.conformance.client import Session
 from amkspec.conformance.judge import NA
 from amkspec.conformance.kit import binds, judge_one
 from amkspec.conformance.rules import Level
-from conformance.conftest import RESULTS
+from corpus.conftest import RESULTS
 
 
 def test_case(case: Case, kit_session: Session, kit_level: Level) -> None:

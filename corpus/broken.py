@@ -1,6 +1,6 @@
 """Deliberately broken implementations, for the kit's tests of itself (spec §9.7).
 
-``python -m conformance.broken NAME`` serves the harness protocol like amkspec's adapter, except:
+``python -m corpus.broken NAME`` serves the harness protocol like amkspec's adapter, except:
 
 ``accept-everything``  loads every document verbatim and accepts every program (``load`` and
                        ``validate`` only)

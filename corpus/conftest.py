@@ -1,6 +1,6 @@
 """pytest form of the conformance kit (spec §9.4).
 
-``pytest conformance/ --impl "CMD" [--level core|strict] [--cases DIR]`` runs every case against the
+``pytest corpus/ --impl "CMD" [--level core|strict] [--cases DIR]`` runs every case against the
 implementation ``CMD`` (default: amkspec's own adapter), through the same harness protocol and judge
 as ``amkspec conformance``, and only those cases: the kit's own tests live in amkspec's suite
 (``tests/conformance/``). A case the implementation cannot run is skipped as not applicable; a case
@@ -55,7 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=Level.CORE.value,
         help="the level a case must pass at: core (the spec, default) or strict (amkspec's profile)",
     )
-    group.addoption("--cases", default=None, help="the cases folder (default: conformance/cases)")
+    group.addoption("--cases", default=None, help="the cases folder (default: corpus/cases)")
 
 
 def implementation_command(config: pytest.Config) -> str:

@@ -1,4 +1,4 @@
-"""Generate the numeric conformance cases (kind ``run``, spec §7, §9.2) under ``conformance/cases/run/``.
+"""Generate the numeric conformance cases (kind ``run``, spec §7, §9.2) under ``corpus/cases/run/``.
 
 One case per opcode × dtype of :data:`MATRIX`: a one-task program (inputs IO_INPUT/WEIGHT/KV_CACHE,
 output IO_OUTPUT), deterministic inputs, and the outputs the ReferenceVM computes; it cites the
@@ -11,7 +11,7 @@ from a given prior KV state (rules EXEC-RESULT-1, EXEC-KV-1). ``tests/conformanc
 recomputes every expected output with plain PyTorch formulas and the eager model, so a ReferenceVM
 bug cannot become the standard.
 
-Run ``python3 -m conformance.make_run_cases`` from the repository root to rewrite the files; a test
+Run ``python3 -m corpus.make_run_cases`` from the repository root to rewrite the files; a test
 checks that the committed files equal this script's output, every tensor within the case's
 tolerance (a computed float may differ in its last bits between CPUs).
 """
