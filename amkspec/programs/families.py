@@ -6,10 +6,14 @@
 - :func:`gemv_chain`: a long dependency chain of tiled projections and adds (deep, narrow);
 - :func:`wide`: one projection split into thousands of tiles under one counter, then one reader
   (the original's write-after-write check is quadratic in the tiles of one buffer);
-- :func:`paged_copy_chain`: a long chain whose pages are reused, with one clobber (a page race).
+- :func:`paged_copy_chain`: a long chain whose pages are reused, with one clobber (a page race);
+- :func:`mlp_layers`: MLP layers (RMSNORM, gate/up/down GEMV tiles, SILU_MUL, residual ADD);
+- :func:`add_chain`: a Fibonacci-like chain of ADDs, each task waiting for the one before;
+- :func:`nop_chain`, :func:`nop_layers`: NOP tasks without buffers, for the VM's scheduler.
 
 ``meta.model`` of the first three is ``"benchmarks.<family>"`` with the family's old name
-(``layered``, ``chain``, ``wide``): a provenance tag, kept literal.
+(``layered``, ``chain``, ``wide``), of :func:`mlp_layers` ``"benchmarks/memory.py"`` and of
+:func:`add_chain` ``"benchmarks.certificate"``: provenance tags, kept literal.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 from amkspec.ir import (
     TARGETS,
     BufferKind,
+    Counter,
     DType,
     InstructionKind,
     MegakernelProgram,
@@ -24,6 +29,7 @@ from amkspec.ir import (
     Page,
     PageAllocation,
     ProgramBuilder,
+    Task,
     Wait,
 )
 
@@ -121,3 +127,82 @@ def paged_copy_chain(n: int) -> MegakernelProgram:
     mapping = {acts[i]: i % 4 for i in range(n - 1)}
     mapping[acts[n - 1]] = 0
     return b.build(pages=PageAllocation(mapping, pages))
+
+
+MLP_HIDDEN, MLP_INTER = 64, 256
+"""The widths of :func:`mlp_layers`."""
+
+
+def mlp_layers(n_tasks: int, tiles: int = 4) -> MegakernelProgram:
+    """Layers of RMSNORM, gate/up/down GEMV tiles, SILU_MUL and a residual ADD (~``n_tasks`` tasks)."""
+    b = ProgramBuilder()
+    op, act, wt = InstructionKind, BufferKind.ACTIVATION, BufferKind.WEIGHT
+    resid = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, MLP_HIDDEN))
+    ready: list[Wait] = []
+    layer = 0
+    while len(b.tasks) < n_tasks:
+        norm_w = b.new_buffer(f"L{layer}.norm", wt, DType.F32, (MLP_HIDDEN,))
+        normed = b.new_buffer(f"L{layer}.n", act, DType.F32, (1, MLP_HIDDEN))
+        norm = b.add_task(op.RMSNORM, [resid, norm_w], [normed], waits=ready,
+                          params={"eps": 1e-6, "hidden": MLP_HIDDEN})
+        after_norm = [Wait(b.tasks[norm].out_counter, 1)]
+        halves = []
+        for name in ("gate", "up"):
+            w = b.new_buffer(f"L{layer}.{name}.w", wt, DType.F32, (MLP_INTER, MLP_HIDDEN))
+            out = b.new_buffer(f"L{layer}.{name}", act, DType.F32, (1, MLP_INTER))
+            c = b.new_counter(name)
+            for t in range(tiles):
+                width = MLP_INTER // tiles
+                b.add_task(op.GEMV_TILE, [normed, w], [out], out_counter=c, waits=after_norm,
+                           params={"K": MLP_HIDDEN, "N_tile": width, "n_off": t * width})
+            halves.append((out, Wait(c, tiles)))
+        mixed = b.new_buffer(f"L{layer}.act", act, DType.F32, (1, MLP_INTER))
+        swiglu = b.add_task(op.SILU_MUL, [halves[0][0], halves[1][0]], [mixed], waits=[w for _, w in halves])
+        after_swiglu = [Wait(b.tasks[swiglu].out_counter, 1)]
+        down_w = b.new_buffer(f"L{layer}.down.w", wt, DType.F32, (MLP_HIDDEN, MLP_INTER))
+        down = b.new_buffer(f"L{layer}.d", act, DType.F32, (1, MLP_HIDDEN))
+        c = b.new_counter("down")
+        for t in range(tiles):
+            width = MLP_HIDDEN // tiles
+            b.add_task(op.GEMV_TILE, [mixed, down_w], [down], out_counter=c, waits=after_swiglu,
+                       params={"K": MLP_INTER, "N_tile": width, "n_off": t * width})
+        kind = BufferKind.IO_OUTPUT if len(b.tasks) + 1 >= n_tasks else act
+        summed = b.new_buffer(f"L{layer}.h", kind, DType.F32, (1, MLP_HIDDEN))
+        add = b.add_task(op.ADD, [resid, down], [summed], waits=[*ready, Wait(c, tiles)])
+        resid, ready, layer = summed, [Wait(b.tasks[add].out_counter, 1)], layer + 1
+    return b.build(meta={"model": "benchmarks/memory.py"})  # a provenance tag, kept literal
+
+
+ADD_WIDTH = 16
+"""The width of :func:`add_chain`'s vectors."""
+
+
+def add_chain(n_tasks: int) -> MegakernelProgram:
+    """``h[i] = h[i-1] + h[i-2]``; task ``i`` waits on task ``i-1`` only."""
+    b = ProgramBuilder()
+    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, ADD_WIDTH))
+    hs = [x, x]
+    waits: list[Wait] = []
+    for i in range(n_tasks - 1):
+        h = b.new_buffer(f"h{i}", BufferKind.ACTIVATION, DType.F32, (1, ADD_WIDTH))
+        t = b.add_task(InstructionKind.ADD, [hs[-1], hs[-2]], [h], waits=waits, label=f"add{i}")
+        hs, waits = [hs[-1], h], [b.after(t)]
+    out = b.new_buffer("out", BufferKind.IO_OUTPUT, DType.F32, (1, ADD_WIDTH))
+    b.add_task(InstructionKind.COPY, [hs[-1]], [out], waits=waits, label="out")
+    return b.build(meta={"model": "benchmarks.certificate"}, target=TARGETS["h100"])
+
+
+def nop_chain(n: int) -> MegakernelProgram:
+    """``n`` NOP tasks, each waiting for the one before (no buffers: scheduling only)."""
+    tasks = [Task(i, InstructionKind.NOP, [], [], i, [Wait(i - 1, 1)] if i else []) for i in range(n)]
+    return MegakernelProgram(counters=[Counter(i) for i in range(n)], tasks=tasks)
+
+
+def nop_layers(n: int, width: int = 16) -> MegakernelProgram:
+    """Layers of ``width`` NOP tasks under one counter, each layer waiting for all of the one before."""
+    layers = n // width
+    tasks = [
+        Task(i, InstructionKind.NOP, [], [], i // width, [Wait(i // width - 1, width)] if i >= width else [])
+        for i in range(layers * width)
+    ]
+    return MegakernelProgram(counters=[Counter(i) for i in range(layers)], tasks=tasks)
