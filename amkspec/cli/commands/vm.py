@@ -5,6 +5,7 @@ preset model at its recorded position (checked by re-lowering it), each further 
 re-lowered at the next position, fed the argmax of the previous logits, and given the previous
 KV caches. Any other program runs once (``--steps`` above 1 is refused): its positions are baked
 into its params, so feeding it a later position would be inconsistent.
+
 ``replay`` follows an event trace (a witness) on the ReferenceVM with shadow state (spec §2).
 """
 
