@@ -26,9 +26,9 @@ LAYERS: tuple[Layer, ...] = (
     ),
     Layer(
         "facts",
-        ("amkspec", "amkspec.footprint", "amkspec.semantics", "amkspec.executors", "amkspec.strategies"),
+        ("amkspec", "amkspec.footprint", "amkspec.semantics", "amkspec.executors", "amkspec.programs"),
         "which elements each task reads and writes (§3.3); the opcodes' numerics (§7); where jobs "
-        "run; program strategies; the top-level API (imports the IR, the rest lazily)",
+        "run; the example programs and their strategies; the top-level API (imports the IR, the rest lazily)",
     ),
     Layer(
         "validator",
@@ -183,7 +183,7 @@ FAST_PATHS: tuple[FastPath, ...] = (
     ),
     FastPath(
         "amkspec.vm.plan.Plan.schedule",
-        "tests.vm.programs.sweep_order",
+        "tests.vm.strategies.sweep_order",
         ("tests/vm/test_scheduling.py::test_list_order_is_the_original_sweep_order",),
     ),
     FastPath(

@@ -34,28 +34,10 @@ from timing import median_wall, peak_rss_mib, run_child, traced_peak_mib
 
 from amkspec.evidence.certificate import certify
 from amkspec.evidence.certificate_check import check_certificate
-from amkspec.ir import TARGETS, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
-from benchmarks.memory import layered_program
+from amkspec.ir import MegakernelProgram
+from amkspec.programs.families import add_chain, mlp_layers
 
-WIDTH = 16
-
-
-def chain_program(n_tasks: int) -> MegakernelProgram:
-    """``h[i] = h[i-1] + h[i-2]``; task ``i`` waits on task ``i-1`` only."""
-    b = ProgramBuilder()
-    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, WIDTH))
-    hs = [x, x]
-    waits: list = []
-    for i in range(n_tasks - 1):
-        h = b.new_buffer(f"h{i}", BufferKind.ACTIVATION, DType.F32, (1, WIDTH))
-        t = b.add_task(InstructionKind.ADD, [hs[-1], hs[-2]], [h], waits=waits, label=f"add{i}")
-        hs, waits = [hs[-1], h], [b.after(t)]
-    out = b.new_buffer("out", BufferKind.IO_OUTPUT, DType.F32, (1, WIDTH))
-    b.add_task(InstructionKind.COPY, [hs[-1]], [out], waits=waits, label="out")
-    return b.build(meta={"model": "benchmarks.certificate"}, target=TARGETS["h100"])
-
-
-SHAPES: dict[str, Callable[[int], MegakernelProgram]] = {"chain": chain_program, "layered": layered_program}
+SHAPES: dict[str, Callable[[int], MegakernelProgram]] = {"chain": add_chain, "layered": mlp_layers}
 
 
 def one(step: str, shape: str, size: int, cert_path: Path, repeat: int) -> None:

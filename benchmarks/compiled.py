@@ -62,14 +62,15 @@ def compile_copy(into: Path) -> list[str]:
 
 def child(repeat: int) -> None:
     """In a child interpreter: time and fingerprint ``validate()`` on each program; print JSON."""
-    from programs import layered, lowered
+    from inputs import lowered
     from timing import median_cpu
 
     import amkspec.proofs.index as index
     from amkspec.ir import loads
+    from amkspec.programs.families import decoder_layers
     from amkspec.proofs import validate
 
-    programs = [(name, loads(text)) for name, text in lowered()] + [("layered 8k", layered(8000))]
+    programs = [(name, loads(text)) for name, text in lowered()] + [("layered 8k", decoder_layers(8000))]
     rows = {}
     for name, prog in programs:
         result = validate(prog)

@@ -12,7 +12,7 @@ measure such as ``tracemalloc`` misses it; the RSS includes the interpreter, tor
   ACTIVATION on one of four pages in turn, plus one clobber: the last task's output shares the
   first buffer's page while a late reader still reads that buffer, so ``validate`` rejects with
   R311 and ``explain`` runs the page queries;
-* ``race``, ``deadlock``, ``accepted``: :func:`amkspec.smt.examples.layered` (layers of four GEMV
+* ``race``, ``deadlock``, ``accepted``: :func:`amkspec.programs.gallery.layered` (layers of four GEMV
   tiles, each layer joining the previous one) with a partial wait or a threshold above its
   producer count in the last layer, or valid (every query of the program is proved).
 
@@ -35,33 +35,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tables import write_result
 from timing import peak_rss_mib, run_child
 
-from amkspec.ir import BufferKind, DType, InstructionKind, MemSpace, Page, PageAllocation, ProgramBuilder
 from amkspec.ir.model import MegakernelProgram
 
 FAMILIES = ("pages", "race", "deadlock", "accepted")
 
 
-def chain(n: int) -> MegakernelProgram:
-    b = ProgramBuilder()
-    x = b.new_buffer("x", BufferKind.IO_INPUT, DType.F32, (1, 4))
-    acts = [b.new_buffer(f"a{i}", BufferKind.ACTIVATION, DType.F32, (1, 4)) for i in range(n)]
-    prev = b.add_task(InstructionKind.COPY, [x], [acts[0]], label="t0")
-    for i in range(1, n - 1):
-        prev = b.add_task(InstructionKind.COPY, [acts[i - 1]], [acts[i]], waits=[b.after(prev)],
-                          label=f"t{i}")
-    out = b.new_buffer("out", BufferKind.IO_OUTPUT, DType.F32, (1, 4))
-    b.add_task(InstructionKind.ADD, [acts[n - 2], acts[0]], [out], waits=[b.after(prev)], label="late")
-    b.add_task(InstructionKind.COPY, [x], [acts[n - 1]], label="clobber")
-    pages = [Page(p, MemSpace.HBM, 16) for p in range(4)]
-    mapping = {acts[i]: i % 4 for i in range(n - 1)}
-    mapping[acts[n - 1]] = 0
-    return b.build(pages=PageAllocation(mapping, pages))
 
 
 def program(family: str, n: int) -> MegakernelProgram:
-    from amkspec.smt.examples import layered
+    from amkspec.programs.families import paged_copy_chain
+    from amkspec.programs.gallery import layered
 
-    return chain(n) if family == "pages" else layered(n, None if family == "accepted" else family)
+    return paged_copy_chain(n) if family == "pages" else layered(n, None if family == "accepted" else family)
 
 
 def one(family: str, n: int) -> None:

@@ -37,12 +37,12 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from programs import layered
 from tables import write_result
 from timing import median_cpu
 
 from amkspec.ir import MegakernelProgram, Task, Wait, dumps, loads
 from amkspec.ir.gcpause import gc_paused
+from amkspec.programs.families import decoder_layers
 from amkspec.proofs import validate
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.validate import CHECKS
@@ -145,12 +145,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
-    prog = loads(dumps(layered(args.tasks)))
+    prog = loads(dumps(decoder_layers(args.tasks)))
     snap = snapshot(prog.tasks)
     assert unchanged(prog.tasks, snap)
     prog.tasks[len(prog.tasks) // 2].inputs.append(0)
     assert not unchanged(prog.tasks, snap), "the snapshot misses an in-place edit"
-    prog = loads(dumps(layered(args.tasks)))
+    prog = loads(dumps(decoder_layers(args.tasks)))
     snap = snapshot(prog.tasks)
     measured: list[tuple[str, str, Callable[[], object]]] = [
         ("per call", "validate() today", lambda: validate(prog)),

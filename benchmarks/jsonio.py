@@ -2,9 +2,9 @@
 
 Run: ``cd /work/main && python3 benchmarks/jsonio.py [--repeat N] [--sizes 1000,10000,100000]``.
 
-Each program is ``programs.chain``: GEMV tiles and residual adds (every task has a wait, params and
-a label, so every record type is exercised). The comparison with the original's reader is
-``load.py``. Printed per size: the median seconds of
+Each program is :func:`amkspec.programs.families.gemv_chain`: GEMV tiles and residual adds (every
+task has a wait, params and a label, so every record type is exercised). The comparison with the
+original's reader is ``load.py``. Printed per size: the median seconds of
 ``amkspec.loads`` and ``amkspec.dumps``, and their ratio to the standard library alone on the
 same text (``json.loads`` and ``json.dumps(indent=2)``), i.e. the price of typed records with
 path-naming errors and of the canonical writer.
@@ -20,15 +20,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from programs import chain
 from timing import median_wall
 
 from amkspec.ir import dumps, loads, to_dict
+from amkspec.programs.families import gemv_chain
 
 
 def measure(size: int, repeat: int) -> str:
     """One table row for a program of about ``size`` tasks."""
-    prog = chain(size)
+    prog = gemv_chain(size)
     text = dumps(prog)
     doc = to_dict(prog)
     load_s = median_wall(lambda: loads(text), repeat)

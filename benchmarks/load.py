@@ -2,8 +2,8 @@
 
 Run: ``python3 benchmarks/load.py [--baseline PATH] [--repeat N] [--write-results]``.
 
-For each program family (``programs.py``) it prints the median process-CPU seconds (per call;
-a small program is timed in batches of calls) of
+For each program family (:mod:`amkspec.programs.families`, ``inputs.py``) it prints the median
+process-CPU seconds (per call; a small program is timed in batches of calls) of
 ``amkspec.loads(text)`` and of the original's ``MegakernelProgram.from_json(text)`` on the same
 text, and the speed-up (original / amkspec; ≥ 1 means amkspec reads at least as fast). amkspec's
 reader also checks JSON paths, duplicate keys and size limits and keeps unknown fields, which the
@@ -22,11 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baseline import Unavailable, add_baseline_argument, open_baseline, ratio
-from programs import chain, fixtures, layered, lowered, wide
+from inputs import fixtures, lowered
 from tables import write_result
 from timing import median_cpu
 
 from amkspec.ir import dumps, loads
+from amkspec.programs.families import decoder_layers, gemv_chain, wide
 
 BATCH_CHARS = 2_000_000
 """Each timed sample reads at least this many characters (a batch of calls on a small program)."""
@@ -46,8 +47,8 @@ def main() -> None:
     base, banner = open_baseline(args.baseline)
     print(banner)
     print(f"  {'program':36s} {'MB':>6} {'amkspec ms':>10} {'orig. ms':>10} {'speed-up':>8}")
-    texts = [("layered 8k", dumps(layered(8000))), ("layered 100k", dumps(layered(100_000))),
-             ("chain 8k", dumps(chain(8000))), ("wide 4k tiles", dumps(wide(4000))),
+    texts = [("layered 8k", dumps(decoder_layers(8000))), ("layered 100k", dumps(decoder_layers(100_000))),
+             ("chain 8k", dumps(gemv_chain(8000))), ("wide 4k tiles", dumps(wide(4000))),
              *lowered(), *fixtures()]
     ratios = []
     rows = ["| program | MB | amkspec ms | original ms | speed-up | note |", "|---|---:|---:|---:|---:|---|"]

@@ -2,7 +2,7 @@
 
 Run: ``cd /work/main && python3 benchmarks/smt.py [--repeat N] [--sizes 50,200,1000] [--crosscheck N]``.
 
-Programs are :func:`amkspec.smt.examples.layered`: layers of four GEMV tiles under one
+Programs are :func:`amkspec.programs.gallery.layered`: layers of four GEMV tiles under one
 counter, each layer joining the previous one, SMs assigned round-robin. A defect is put in the
 *last* layer, so a witness needs the whole chain of ancestors:
 
@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amkspec.programs.gallery import layered
 from amkspec.smt import Prover
-from amkspec.smt.examples import layered
 from amkspec.smt.explain import explain
 
 TARGET_S = 10.0
@@ -74,11 +74,17 @@ def proof(n: int) -> Callable[[], object]:
 
 
 def crosscheck(count: int) -> None:
+    import functools
+    from collections import Counter
+
     from hypothesis import HealthCheck, given, settings
 
-    from tests.smt.oracles import BY_CODE, TALLY
-    from tests.smt.oracles import crosscheck as check
-    from tests.smt.programs import mutated_valid_programs, sync_programs
+    from amkspec.programs.strategies import mutated_valid_programs, sync_programs
+    from amkspec.smt.crosscheck import crosscheck as oracles
+
+    tally: Counter[str] = Counter()
+    by_code: Counter[str] = Counter()
+    check = functools.partial(oracles, tally=tally, by_code=by_code)
 
     opts = settings(
         max_examples=count,
@@ -101,8 +107,8 @@ def crosscheck(count: int) -> None:
     t0 = time.perf_counter()
     random_programs()
     mutations()
-    print(f"cross-check of {2 * count} programs in {time.perf_counter() - t0:.1f} s: {dict(TALLY)}")
-    print("findings by code and status:", ", ".join(f"{k}: {v}" for k, v in sorted(BY_CODE.items())))
+    print(f"cross-check of {2 * count} programs in {time.perf_counter() - t0:.1f} s: {dict(tally)}")
+    print("findings by code and status:", ", ".join(f"{k}: {v}" for k, v in sorted(by_code.items())))
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 Run: ``python3 benchmarks/validate.py [--baseline PATH] [--repeat N] [--scaling 1000,...] [--write-results]``.
 
-Per program family (see ``programs.py``: layered 8k and 100k, chain, wide, the original's lowered
+Per program family (:mod:`amkspec.programs.families`: layered 8k and 100k, chain, wide, the original's lowered
 toy models and its own fixtures) it prints the median process-CPU time of amkspec's ``validate()``
 and of the original's, and the speed-up (original / amkspec). Where the original cannot give a
 like-for-like number (it skips its race checks above 8,000 tasks; it crashes on some programs) the
@@ -26,12 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baseline import Baseline, Unavailable, add_baseline_argument, open_baseline, ratio
-from programs import chain, fixtures, layered, lowered, wide
+from inputs import fixtures, lowered
 from tables import write_result
 from timing import median_cpu, traced_peak_mib
 
 from amkspec.ir import MegakernelProgram, dumps, loads
 from amkspec.ir.gcpause import gc_paused
+from amkspec.programs.families import decoder_layers, gemv_chain, wide
 from amkspec.proofs import validate
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.validate import CHECKS
@@ -71,7 +72,7 @@ def scaling(sizes: list[int], repeat: int) -> list[str]:
     """Markdown rows: tasks, median seconds, tasks/s, peak traced MiB of one validate()."""
     rows = ["| tasks | validate() median s | tasks/s | peak memory MiB |", "|---:|---:|---:|---:|"]
     for n in sizes:
-        prog = layered(n)
+        prog = decoder_layers(n)
         seconds = median_cpu(lambda p=prog: validate(p), repeat if n <= 100_000 else 1)
         peak = traced_peak_mib(lambda p=prog: validate(p))
         n_tasks = len(prog.tasks)
@@ -151,8 +152,8 @@ def main() -> None:
     print(banner)
     print(f"  {'program':36s} {'tasks':>7} {'amkspec ms':>10} {'orig. ms':>10} {'speed-up':>8}")
     families = [
-        ("layered 8k", dumps(layered(8000))), ("layered 100k", dumps(layered(100_000))),
-        ("chain 8k", dumps(chain(8000))), ("wide 4k tiles", dumps(wide(4000))),
+        ("layered 8k", dumps(decoder_layers(8000))), ("layered 100k", dumps(decoder_layers(100_000))),
+        ("chain 8k", dumps(gemv_chain(8000))), ("wide 4k tiles", dumps(wide(4000))),
     ]
     rows = ["| program | tasks | amkspec ms | original ms | speed-up | note |",
             "|---|---:|---:|---:|---:|---|"]
@@ -173,7 +174,7 @@ def main() -> None:
     print("scaling (layered programs, amkspec alone):")
     scaled = scaling([int(s) for s in args.scaling.split(",") if s], args.repeat)
     print(f"where the time goes (layered 8k, median of {args.repeat}):")
-    stages = breakdown(layered(8000), args.repeat)
+    stages = breakdown(decoder_layers(8000), args.repeat)
     print("the floor: reading every record field once, against one validate() and the 10x budget:")
     floors = floor([families[0], programs[0]], times, args.repeat)
     if args.write_results:

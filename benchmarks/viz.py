@@ -26,12 +26,11 @@ from timing import median_wall
 
 from amkspec.evidence.replay import check_witness
 from amkspec.ir import load
-from amkspec.smt.examples import EXAMPLES, layered
+from amkspec.programs.gallery import EXAMPLES, layered, race_witness
 from amkspec.smt.explain import explain
 from amkspec.viz import canvas
 from amkspec.viz.graph import graph_figure
 from amkspec.viz.timeline import timeline_figure
-from tests.viz.helpers import race_witness
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,22 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from amkspec.ir import Counter, InstructionKind, MegakernelProgram, Task, Wait
+from amkspec.ir import MegakernelProgram
+from amkspec.programs.families import nop_chain, nop_layers
 from amkspec.vm import ListOrder, ReferenceVM, SeededRandom
-
-
-def chain(n: int) -> MegakernelProgram:
-    tasks = [Task(i, InstructionKind.NOP, [], [], i, [Wait(i - 1, 1)] if i else []) for i in range(n)]
-    return MegakernelProgram(counters=[Counter(i) for i in range(n)], tasks=tasks)
-
-
-def layered(n: int, width: int = 16) -> MegakernelProgram:
-    layers = n // width
-    tasks = [
-        Task(i, InstructionKind.NOP, [], [], i // width, [Wait(i // width - 1, width)] if i >= width else [])
-        for i in range(layers * width)
-    ]
-    return MegakernelProgram(counters=[Counter(i) for i in range(layers)], tasks=tasks)
 
 
 def bench(name: str, program: MegakernelProgram, repeats: int) -> None:
@@ -60,8 +47,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     for n in (10_000, 100_000):
-        bench(f"chain {n}", chain(n), args.repeats)
-        bench(f"layered {n}", layered(n), args.repeats)
+        bench(f"chain {n}", nop_chain(n), args.repeats)
+        bench(f"layered {n}", nop_layers(n), args.repeats)
 
 
 if __name__ == "__main__":

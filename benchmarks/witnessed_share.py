@@ -2,7 +2,7 @@
 reproduces) versus *rule-only*, on random rejected programs (issue 9, "report the share").
 
 Run: ``python3 benchmarks/witnessed_share.py [--programs 300] [--seed 0]``. Programs are
-:func:`amkspec.strategies.valid_programs` (every opcode, sound shapes, so they run on the VM) with
+:func:`amkspec.programs.strategies.valid_programs` (every opcode, sound shapes, so they run on the VM) with
 one synchronisation mutation each (``tools/random_agreement.py``); only rejected ones count.
 Prints witnessed / rule-only per code and overall, and the reasons given for rule-only findings.
 """
@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from random_agreement import mutate
 
 from amkspec.ir import MegakernelProgram
+from amkspec.programs.strategies import valid_programs
 from amkspec.smt.explain import explain
-from amkspec.strategies import valid_programs
 
 
 def main() -> None:

@@ -16,13 +16,13 @@ from amkspec.conformance.rules import RULES
 from amkspec.proofs.diagnostics import CODES, FAMILY_SECTION, Family
 from amkspec.proofs.result import SECTION_TITLES
 from amkspec.proofs.validate import validate
-from conformance import make_cases
+from corpus import make_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADING = re.compile(r"^#{1,3} (\d+(?:\.\d+)?)\.? (.+)$", re.MULTILINE)
 CITATION = re.compile(r"(?:§|\\u00a7)(\d+(?:\.\d+)*)")
 RULE_ID = re.compile(r"`([A-Z]{2,}(?:-[A-Z]+)+-\d+)`")
-CITING = ("amkspec", "vm_cuda", "conformance", "docs")
+CITING = ("amkspec", "vm_cuda", "corpus", "docs")
 SUFFIXES = {".py", ".md", ".json", ".txt", ".rst", ".h", ".cuh", ".cu", ".cpp"}
 
 
@@ -77,7 +77,7 @@ def test_every_rule_id_the_docs_cite_is_a_rule() -> None:
 def test_the_citation_scan_sees_code_docs_and_cases() -> None:
     scanned = {p.relative_to(ROOT).as_posix() for p in citing_files()}
     assert {"amkspec/proofs/diagnostics.py", "docs/spec/03-validation.md"} <= scanned
-    assert any(p.startswith("conformance/cases/races/") for p in scanned)
+    assert any(p.startswith("corpus/cases/races/") for p in scanned)
 
 
 @pytest.mark.parametrize("family", list(Family))

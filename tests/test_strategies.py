@@ -24,7 +24,7 @@ from amkspec.ir import (
     dumps,
     from_dict,
 )
-from amkspec.strategies import arbitrary_programs, json_documents, mutated_documents, valid_programs
+from amkspec.programs.strategies import arbitrary_programs, json_documents, mutated_documents, valid_programs
 
 
 def _ancestors(prog: MegakernelProgram) -> dict[int, set[int]]:

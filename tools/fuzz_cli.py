@@ -1,4 +1,4 @@
-"""The long run of the CLI fuzz harness (issue 12; tests/fuzz/harness.py).
+"""The long run of the CLI fuzz harness (issue 12; tools/fuzz_harness.py).
 
 Run: ``python3 tools/fuzz_cli.py [--examples N] [--isolated] [--only NAME]``.
 
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.harness import Runner, Target, check, make_side_files, mutate, run_in_process, targets
+from tools.fuzz_harness import Runner, Target, check, make_side_files, mutate, run_in_process, targets
 
 MEMORY_BYTES = 4 << 30
 """Address-space limit of an isolated case (torch alone maps about 1 GiB)."""

@@ -109,7 +109,7 @@ def stress_programs() -> dict[str, tuple[Any, dict[str, Any], dict[str, Any]]]:
     from amkspec.lower import lower, resolve_model
     from amkspec.lower.decode import step_inputs
     from amkspec.models import make_weights
-    from tests.vm_cuda.operands import operands
+    from amkspec.vm.operands import operands
 
     out: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {}
     for name in ("spec_example.json", "decoder_layer.json"):

@@ -11,7 +11,7 @@ Run: ``python3 tools/make_real_golden.py [--only smollm2|tiny]``. It needs ``tra
   tokenizer's ids and decoded text for a set of strings (unicode, spaces, newlines, digits, special
   tokens);
 * ``tiny-hf.golden.json`` and ``tiny-gguf.golden.json``: the same for the tiny checkpoints
-  ``tests/models/tiny.py`` writes (an HF directory in BF16, a GGUF file with Q4_1/Q8_0 tensors and
+  ``amkspec/models/tiny.py`` writes (an HF directory in BF16, a GGUF file with Q4_1/Q8_0 tensors and
   permuted q/k rows), with the SHA-256 of the files they were made from.
 """
 
@@ -112,12 +112,13 @@ def smollm2() -> None:
 
 
 def tiny() -> None:
-    from tests.models import tiny as t
+    from amkspec.models import tiny as t
 
     with tempfile.TemporaryDirectory() as tmp:
         hf = t.write_hf(Path(tmp) / "tiny-hf")
         model, tokenizer = load(hf, None)
         doc = record(model, tokenizer, TINY_PROMPTS, TOKENIZER_STRINGS)
+        # "tests/models/tiny.py ...": the goldens' provenance tag, kept literal (now amkspec/models/tiny.py)
         write("tiny-hf", {"model": "tests/models/tiny.py write_hf()",
                           "sha256": sha256(hf / "model.safetensors"), **doc})
         gguf = t.write_gguf(Path(tmp) / "tiny.gguf")

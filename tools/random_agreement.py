@@ -2,7 +2,7 @@
 (issue 9, "0 disagreements on ≥ 10k random programs").
 
 Run: ``python3 tools/random_agreement.py [--programs 10000] [--max-tasks 12] [--seed 0]``.
-Programs come from :func:`amkspec.strategies.valid_programs` (all 20 opcodes, realistic tiles
+Programs come from :func:`amkspec.programs.strategies.valid_programs` (all 20 opcodes, realistic tiles
 and KV), half of them with one synchronisation mutation (a wait dropped or made partial, a
 counter shared, a tile moved onto its neighbour, a GEMM tile given another ``m_off``, a counter
 ``init`` set, a KV append moved). Agreement is
@@ -33,8 +33,8 @@ from hypothesis import strategies as st
 from amkspec.evidence.exhaustive.agreement import compare
 from amkspec.evidence.model_check import StateLimit
 from amkspec.ir import InstructionKind, MegakernelProgram, Wait, dumps
+from amkspec.programs.strategies import valid_programs
 from amkspec.proofs import validate
-from amkspec.strategies import valid_programs
 
 K = InstructionKind
 

@@ -11,14 +11,20 @@ import contextlib
 import os
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from tokenize import TokenError
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from amkspec.cli.base import fail
 from amkspec.ir import AmkspecError
 from amkspec.ir.atomic import atomic_path, refuse_overwrite, write_atomic
 from amkspec.ir.bounded import load_json, read_input
 from amkspec.ir.limits import MAX_DECOMPRESSED_BYTES, MAX_INPUT_BYTES
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _reason(exc: BaseException) -> str:
@@ -113,3 +119,66 @@ def save_npz(output: str, arrays: Mapping[str, Any], inputs: Iterable[str | None
 
     with output_file(output, inputs) as tmp, open(tmp, "wb") as fh:
         np.savez(fh, **dict(arrays))
+
+
+def read_config(path: str | None) -> dict[str, Any] | None:
+    """The ScheduleConfig document of a JSON file (:func:`amkspec.lower.knobs.config_document`: the
+    config object itself, a program's ``config``, or the ``schedule_config`` of ``amkspec propose``).
+
+    The document is returned as written: :func:`amkspec.lower.lower` judges it with the knob checks
+    (:func:`amkspec.lower.knobs.require_valid`), as ``evaluate`` and the JSON Schema do, so a wrong
+    knob is a ``knob:type``/``knob:range``/``knob:unknown`` issue (exit 2).
+    """
+    if path is None:
+        return None
+    from amkspec.lower.knobs import config_document
+
+    doc = config_document(read_json_file(path, "a JSON config"))
+    if not isinstance(doc, dict):
+        fail(f"{path}: expected a ScheduleConfig object")
+    return doc
+
+
+def read_tensors(path: str) -> dict[str, Any]:
+    """Tensors from ``.npz``, ``.safetensors`` or (inputs only) ``.json`` ``{name: nested list}``."""
+    suffix = Path(path).suffix.lower()
+    try:
+        if suffix == ".npz":
+            return read_npz(path)
+        if suffix == ".safetensors":
+            from safetensors import SafetensorError
+            from safetensors.torch import load_file
+
+            check_size(path)
+            try:
+                return dict(load_file(path))
+            except SafetensorError as exc:
+                raise ValueError(str(exc)) from None
+        if suffix == ".json":
+            doc = read_json_file(path)
+            if not isinstance(doc, dict):
+                fail(f"{path}: expected an object of name → list")
+            return {str(k): np.asarray(v) for k, v in doc.items()}
+    except (OSError, ValueError, MemoryError) as exc:
+        fail(f"{path}: cannot read tensors: {str(exc) or type(exc).__name__}")
+    fail(f"{path}: unknown tensor file type {suffix!r} (use .npz, .safetensors or .json)")
+
+
+def to_numpy(t: torch.Tensor | np.ndarray) -> np.ndarray:
+    import torch
+
+    if isinstance(t, np.ndarray):
+        return t
+    t = t.detach().cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+
+def read_config_document(path: str) -> Any:
+    """The config document of a file, as :func:`amkspec.lower.knobs.config_document` finds it (an
+    ``amkspec propose`` document gives its ``schedule_config``); any JSON value, judged by the knob
+    checks, so a malformed one is a ``valid: false`` verdict. Exit 2 only if the file cannot be
+    read or is not JSON."""
+    from amkspec.lower.knobs import NULL_DOCUMENT, config_document
+
+    doc = config_document(read_json_file(path, "a JSON config"))
+    return NULL_DOCUMENT if doc is None else doc

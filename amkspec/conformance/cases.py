@@ -42,8 +42,8 @@ class Case:
 
 
 def default_cases_dir() -> Path:
-    """``conformance/cases`` of the source tree amkspec runs from."""
-    return Path(__file__).resolve().parents[2] / "conformance" / "cases"
+    """``corpus/cases`` of the source tree amkspec runs from."""
+    return Path(__file__).resolve().parents[2] / "corpus" / "cases"
 
 
 def program_text(body: dict[str, Any], base: Path) -> str:

@@ -16,7 +16,7 @@ Tensors travel as ``{"dtype": <IR dtype name>, "shape": [...], "data": [...]}`` 
 in row-major order, storage layout: packed I4 is ``U8``-valued with a halved last dim) or, from the
 kit only, ``{"dtype", "shape", "npy": <absolute path>}`` (a case file's path is relative to the case
 file; the kit resolves it, spec §9.2). :data:`SCHEMA` is the JSON Schema
-(2020-12) of every message; the kit ships it as ``conformance/protocol.schema.json``.
+(2020-12) of every message; the kit ships it as ``corpus/protocol.schema.json``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Usage (MyST)::
     ```{amkspec-witness-figures} partial-join read race
     ```
 
-The argument is a title of :data:`amkspec.smt.examples.EXAMPLES`. The directive
+The argument is a title of :data:`amkspec.programs.gallery.EXAMPLES`. The directive
 runs :func:`amkspec.smt.explain.explain` on the example, replays the witness with
 :func:`amkspec.evidence.replay.check_witness`, and inlines two SVG pictures from
 :mod:`amkspec.viz` (the timeline of the first witnessed finding, and the program
@@ -25,7 +25,7 @@ from docutils.parsers.rst import Directive
 
 from amkspec.evidence.replay import check_witness
 from amkspec.ir import MegakernelProgram
-from amkspec.smt.examples import EXAMPLES
+from amkspec.programs.gallery import EXAMPLES
 from amkspec.smt.explain import explain
 from amkspec.viz import canvas
 from amkspec.viz.graph import graph_figure

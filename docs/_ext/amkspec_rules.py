@@ -33,7 +33,7 @@ from amkspec.conformance.rules import RULES, Rule, rules_in, untraced_musts
 
 LOGGER = logging.getLogger(__name__)
 
-CASES_DIR = Path(__file__).resolve().parents[2] / "conformance" / "cases"
+CASES_DIR = Path(__file__).resolve().parents[2] / "corpus" / "cases"
 
 
 def anchor(rule_id: str) -> str:

@@ -6,7 +6,7 @@ from collections import Counter
 
 from amkspec.conformance.cases import default_cases_dir, discover
 from amkspec.conformance.protocol import COMMANDS
-from conformance.make_run_cases import MATRIX, tolerance_table
+from corpus.make_run_cases import MATRIX, tolerance_table
 
 Table = tuple[list[str], list[list[str]]]
 

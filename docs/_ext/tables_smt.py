@@ -1,7 +1,7 @@
 """Tables of the Verification chapter and the witness gallery, computed when the site is built.
 
 The gallery runs :func:`amkspec.smt.explain.explain` on each example of
-:mod:`amkspec.smt.examples` and renders the witness it finds (each replayed by
+:mod:`amkspec.programs.gallery` and renders the witness it finds (each replayed by
 :func:`amkspec.evidence.replay.check_witness` first), so the pages show what the
 tool prints today. Everything here takes well under a second.
 """
@@ -12,7 +12,7 @@ from functools import cache
 
 from amkspec.evidence.replay import check_witness
 from amkspec.ir import MegakernelProgram
-from amkspec.smt.examples import EXAMPLES, rule_only_partial_join
+from amkspec.programs.gallery import EXAMPLES, rule_only_partial_join
 from amkspec.smt.explain import KIND_OF_CODE, Explanation, explain
 from amkspec.smt.theorems import RULES, THEOREMS
 from amkspec.smt.witness import annotate

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from amkspec.cli import main
 from tests.conftest import ROOT
 
-CASE = ROOT / "conformance" / "cases" / "deadlock" / "D203_self_wait_ok.json"
+CASE = ROOT / "corpus" / "cases" / "deadlock" / "D203_self_wait_ok.json"
 
 
 def _conformance(cases: Path, option: str, output: Path) -> Result:

@@ -328,7 +328,7 @@ def test_prove_rules_refuses_a_timeout_it_cannot_honour(value: str) -> None:
 
 
 def test_ctrl_c_exits_130_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    import amkspec.cli.ir_commands as ir_commands
+    import amkspec.cli.commands.ir as ir_commands
 
     def interrupted(*args: Any) -> Any:
         raise KeyboardInterrupt
@@ -433,7 +433,7 @@ def test_bare_amkspec_prints_a_short_usage() -> None:
 
 
 def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    import amkspec.cli.ir_commands as ir_commands
+    import amkspec.cli.commands.ir as ir_commands
 
     def bug(*args: Any) -> Any:
         raise ZeroDivisionError("a bug")

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from amkspec import dumps, load
-from amkspec.cli import demo as demo_module
-from amkspec.cli import main
+from amkspec.cli import demo_steps, main
+from amkspec.cli.commands import demo as demo_command
 from amkspec.ir.schema import program_schema
 from tests.conftest import EXAMPLES, FIXTURES
 
@@ -122,7 +122,7 @@ def test_schema_command(tmp_path: Path) -> None:
 
 
 def test_demo_checks_the_examples_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(demo_module, "DEMO_STEPS", [demo_module.check_programs])
+    monkeypatch.setattr(demo_command, "DEMO_STEPS", [demo_steps.check_programs])
     examples = list(EXAMPLES.glob("*.json"))
     for f in examples:
         shutil.copy(f, tmp_path / f.name)
@@ -138,10 +138,10 @@ def test_demo_checks_the_examples_by_name(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_demo_without_programs_or_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(demo_module, "DEMO_STEPS", [demo_module.check_programs])
+    monkeypatch.setattr(demo_command, "DEMO_STEPS", [demo_steps.check_programs])
     assert run("demo", tmp_path).exit_code == 1
     assert "no such directory" in _one_error_line(run("demo", tmp_path / "missing"), 2)
 
 
 def test_demo_default_directory_is_the_bundled_examples() -> None:
-    assert demo_module.default_examples_dir() == EXAMPLES
+    assert demo_steps.default_examples_dir() == EXAMPLES

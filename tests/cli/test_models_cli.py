@@ -12,12 +12,11 @@ from click.testing import CliRunner
 
 import amkspec
 from amkspec.cli import main
-from amkspec.cli.model_arg import BUILTINS, LOWERING_ONLY, MODEL_NAMES, PRESETS
-from amkspec.models import MODELS
+from amkspec.cli.options import BUILTINS, LOWERING_ONLY, MODEL_NAMES, PRESETS
+from amkspec.models import MODELS, tiny
 from amkspec.models.checkpoint import BUILTIN_CHECKPOINTS
 from amkspec.models.registry import MODEL_NAMES as REGISTRY_NAMES
 from tests.conftest import ROOT
-from tests.models import tiny
 
 GOLDEN = json.loads((ROOT / "tests" / "fixtures" / "real" / "tiny-hf.golden.json").read_text())
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import amkspec
 from amkspec.cli import main
-from tests.vm.programs import chain
+from amkspec.programs.small import scale_chain
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:
@@ -21,7 +21,7 @@ def _invoke(*args: str) -> tuple[int, str, str]:
 @pytest.fixture
 def racy(tmp_path: Path) -> Path:
     path = tmp_path / "racy.json"
-    amkspec.dump(chain(scale_waits=False), str(path))
+    amkspec.dump(scale_chain(scale_waits=False), str(path))
     return path
 
 
@@ -52,7 +52,7 @@ def test_an_unusable_trace_exits_2(racy: Path, tmp_path: Path, doc: object) -> N
 
 
 def test_a_stuck_program_exits_1_with_the_deadlock(tmp_path: Path) -> None:
-    program = chain()
+    program = scale_chain()
     program.tasks[1].waits[0].threshold = 2
     path = tmp_path / "stuck.json"
     amkspec.dump(program, str(path))

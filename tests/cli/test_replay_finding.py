@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import amkspec
 from amkspec.cli import main
-from tests.vm.programs import chain
+from amkspec.programs.small import scale_chain
 
 ORDERED = [{"event": e, "task": t} for e, t in (("start", 0), ("end", 0), ("start", 1), ("end", 1))]
 RACY = [{"event": e, "task": t} for e, t in (("start", 0), ("start", 1), ("end", 0), ("end", 1))]
@@ -18,9 +18,9 @@ STALE = "task 1:triple read buffer 1:y before writer(s) 0:double ended"
 
 
 def _explained(tmp_path: Path) -> tuple[str, str]:
-    """The racy chain and an explain-style file: 1 rule-only, 2 a clean trace, 3 the race."""
+    """The racy scale_chain and an explain-style file: 1 rule-only, 2 a clean trace, 3 the race."""
     program = tmp_path / "racy.json"
-    amkspec.dump(chain(scale_waits=False), str(program))
+    amkspec.dump(scale_chain(scale_waits=False), str(program))
     findings = [{"code": "R303", "status": "rule-only", "witness": None},
                 {"code": "R303", "status": "witnessed", "witness": {"events": ORDERED}},
                 {"code": "R303", "status": "witnessed", "witness": {"events": RACY}}]

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import amkspec
 from amkspec.cli import main
-from amkspec.cli.run_cmd import run_toy_models
+from amkspec.cli.demo_steps import run_toy_models
 from amkspec.lower import lower
 from amkspec.models import LogitCheck
 from tests.conftest import FIXTURES

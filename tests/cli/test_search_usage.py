@@ -124,7 +124,7 @@ def test_a_missing_target_lists_the_targets_on_one_line(command: str) -> None:
 
 
 def test_the_round_default_shown_by_help_is_the_library_default() -> None:
-    from amkspec.cli.search_cmd import ROUND_HELP
+    from amkspec.cli.commands.search import ROUND_HELP
     from amkspec.search.loop import ROUND_SIZE
 
     assert str(ROUND_SIZE) == ROUND_HELP

@@ -35,14 +35,14 @@ def test_a_conforming_selection_exits_0_and_writes_both_reports(tmp_path: Path) 
 
 
 def test_accept_everything_exits_1_naming_the_missed_rules() -> None:
-    done = _cli("--impl", f"{sys.executable} -m conformance.broken accept-everything", "-k", "races/R30")
+    done = _cli("--impl", f"{sys.executable} -m corpus.broken accept-everything", "-k", "races/R30")
     assert done.returncode == 1
     assert "VAL-RACE-1 (MUST, core)" in done.stdout
     assert "verdict at level core: DOES NOT CONFORM" in done.stdout
 
 
 def test_the_level_decides_the_exit_status() -> None:
-    impl = f"{sys.executable} -m conformance.broken spec-minimal"
+    impl = f"{sys.executable} -m corpus.broken spec-minimal"
     core = _cli("--impl", impl, "-k", "format/", "--level", "core")
     strict = _cli("--impl", impl, "-k", "format/", "--level", "strict")
     assert (core.returncode, strict.returncode) == (0, 1), core.stdout + strict.stdout
@@ -79,7 +79,7 @@ def test_the_pytest_form_refuses_to_certify_nothing_with_exit_2(
     tmp_path: Path, args: tuple[str, ...], says: str
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "conformance/",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "corpus/",
          *(a.format(tmp=tmp_path) for a in args)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )

@@ -25,9 +25,9 @@ from amkspec.conformance.rules import (
 from amkspec.conformance.tensors import decode
 from amkspec.ir import InstructionKind
 from amkspec.proofs.diagnostics import CODES
-from conformance import make_cases, make_format_cases, make_memory_cases, make_refuse_cases, schemas
-from conformance.casefiles import render
-from conformance.make_run_cases import tolerance_table
+from corpus import make_cases, make_format_cases, make_memory_cases, make_refuse_cases, schemas
+from corpus.casefiles import render
+from corpus.make_run_cases import tolerance_table
 
 CASES_DIR = default_cases_dir()
 CASES = discover(CASES_DIR)
@@ -82,7 +82,7 @@ def test_every_code_has_a_trigger_and_a_near_miss() -> None:
 
 
 def test_every_opcode_and_dtype_has_a_numeric_case() -> None:
-    from conformance.make_run_cases import MATRIX
+    from corpus.make_run_cases import MATRIX
 
     covered = {(c.body["opcode"], c.body["dtype"]) for c in CASES if c.kind == "run" and "opcode" in c.body}
     wanted = {(op.name, dt.name) for op, dtypes, _ in MATRIX for dt in dtypes}
@@ -118,7 +118,7 @@ def test_committed_run_cases_match_the_generator(tmp_path: Path) -> None:
     equal to what the generator computes on this host within the case's tolerance, integers exactly.
     A computed float may differ in its last bits between CPUs (spec §9.2), so no tensor is compared
     byte for byte; ``test_run_oracle`` checks the expected outputs against independent formulas."""
-    from conformance.make_run_cases import OUT_DIR, build_files
+    from corpus.make_run_cases import OUT_DIR, build_files
 
     generated = build_files()
     for rel, data in generated.items():

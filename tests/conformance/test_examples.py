@@ -14,12 +14,12 @@ from amkspec.conformance.kit import run_kit
 from amkspec.conformance.protocol import SCHEMA
 from tests.conftest import ROOT
 
-EXAMPLES = ROOT / "conformance" / "examples"
+EXAMPLES = ROOT / "corpus" / "examples"
 
 
 def test_the_ten_minute_adapter_passes_what_it_claims_and_nothing_else() -> None:
     run = run_kit(
-        f"{sys.executable} -m conformance.examples.ten_minute_adapter", default_cases_dir(), select="R30"
+        f"{sys.executable} -m corpus.examples.ten_minute_adapter", default_cases_dir(), select="R30"
     )
     statuses = {r.case.kind: set() for r in run.results}
     for r in run.results:

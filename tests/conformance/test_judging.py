@@ -119,7 +119,7 @@ def test_an_error_path_is_accepted_in_amkspecs_syntax_or_as_a_json_pointer(path:
 VM_WITHOUT_VALIDATOR = """
 import sys
 from amkspec.conformance.adapter import reference_runner, serve
-from conformance.broken import RunEverything
+from corpus.broken import RunEverything
 
 class VmOnly(RunEverything):
     def capabilities(self):

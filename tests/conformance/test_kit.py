@@ -1,4 +1,4 @@
-"""The kit tests itself (spec §9.7): deliberately broken implementations (``conformance/broken.py``)
+"""The kit tests itself (spec §9.7): deliberately broken implementations (``corpus/broken.py``)
 run through the real protocol must fail exactly the cases their defect predicts — computed here
 from the case files alone — with the rules of those cases named in the report; and an
 implementation that speaks only what the specification requires conforms at ``core`` and not at
@@ -18,7 +18,7 @@ from amkspec.conformance.judge import FAIL
 from amkspec.conformance.kit import KitRun, run_kit
 from amkspec.conformance.rules import RULES, VOCABULARY, Keyword, Level
 from amkspec.conformance.tensors import decode
-from conformance.broken import LOOSE
+from corpus.broken import LOOSE
 
 CASES_DIR = default_cases_dir()
 Predicate = Callable[[Case], bool]
@@ -98,7 +98,7 @@ def _run(name: str, select: str | None) -> KitRun:
     never import torch, so a healthy answer is always quick), but a start may take its time."""
     timeout = 2.0 if name == "hang-on-unknown" else 60.0
     return run_kit(
-        f"{sys.executable} -m conformance.broken {name}",
+        f"{sys.executable} -m corpus.broken {name}",
         CASES_DIR,
         select=select,
         timeout_s=timeout,
@@ -139,7 +139,7 @@ def test_the_crash_and_the_hang_are_reported_with_their_reason() -> None:
 
 def test_a_missing_capability_makes_cases_not_applicable() -> None:
     """The ten-minute adapter declares ``load`` and ``validate`` only: run cases are not applicable."""
-    adapter = f"{sys.executable} -m conformance.examples.ten_minute_adapter"
+    adapter = f"{sys.executable} -m corpus.examples.ten_minute_adapter"
     run = run_kit(adapter, CASES_DIR, select="run/add_f")
     assert "run" not in set(run.implementation["capabilities"])
     assert run.results and {r.status for r in run.results} == {"not applicable"}
@@ -149,7 +149,7 @@ def test_a_missing_capability_makes_cases_not_applicable() -> None:
 def test_a_spec_minimal_implementation_conforms_at_core_but_not_at_strict() -> None:
     """It drops unknown fields (spec §6), reads duplicate keys, and speaks none of amkspec's vocabulary:
     the strict rules it misses fail only at strict, its vocabulary findings fail neither level."""
-    run = run_kit(f"{sys.executable} -m conformance.broken spec-minimal", CASES_DIR, level=Level.CORE)
+    run = run_kit(f"{sys.executable} -m corpus.broken spec-minimal", CASES_DIR, level=Level.CORE)
     assert run.passed and run.passed_at(Level.CORE) and not run.passed_at(Level.STRICT)
     binding = {rid for r in run.results if r.fails_at(Level.STRICT) for f in r.findings for rid in f.rules}
     assert binding == {"FMT-UNK-2", "FMT-DUP-1"}

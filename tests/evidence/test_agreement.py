@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amkspec.ir import MegakernelProgram
-from amkspec.strategies import valid_programs
+from amkspec.programs.strategies import valid_programs
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 

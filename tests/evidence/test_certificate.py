@@ -16,10 +16,10 @@ from amkspec.evidence.certificate import CertificateError, certify
 from amkspec.evidence.certificate_check import CertificateRefused, MalformedCertificate, check_certificate
 from amkspec.ir import BufferKind, FormatError, InstructionKind, MegakernelProgram, load, loads
 from amkspec.ir.jsonio import program_sha256
+from amkspec.programs.gallery import EXAMPLES, layered
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import Severity, validate
 from amkspec.proofs.diagnostics import CODES
-from amkspec.smt.examples import EXAMPLES, layered
-from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.conftest import FIXTURES
 from tests.evidence.forge import forge, refused
 

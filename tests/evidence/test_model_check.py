@@ -8,8 +8,8 @@ from hypothesis import given
 from amkspec.evidence.model_check import StateLimit, check
 from amkspec.evidence.replay import replay
 from amkspec.ir import load
-from amkspec.smt.examples import EXAMPLES, layered, rule_only_partial_join
-from amkspec.strategies import valid_programs
+from amkspec.programs.gallery import EXAMPLES, layered, rule_only_partial_join
+from amkspec.programs.strategies import valid_programs
 from tests.conftest import FIXTURES
 
 

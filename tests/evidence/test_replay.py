@@ -9,8 +9,8 @@ import pytest
 
 from amkspec.evidence.replay import ReplayError, check_witness, replay
 from amkspec.ir.trace import Event
+from amkspec.programs.gallery import EXAMPLES, partial_join_race, sm_queue_deadlock, threshold_too_high
 from amkspec.smt import Prover
-from amkspec.smt.examples import EXAMPLES, partial_join_race, sm_queue_deadlock, threshold_too_high
 
 
 def _events(*pairs: tuple[str, int]) -> list[Event]:

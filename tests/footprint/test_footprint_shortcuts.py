@@ -37,9 +37,9 @@ from amkspec.footprint.fast import _own_operands
 from amkspec.footprint.reference import operands_of
 from amkspec.footprint.rules import _broadcast, _broadcast_axes, _full, _Reject
 from amkspec.ir import Buffer, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import structure
 from amkspec.proofs.index import ProgramIndex
-from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_column_fast_paths import mutated_programs
 
 _DIMS = st.integers(0, 4)

@@ -34,8 +34,8 @@ from amkspec.footprint import (
 from amkspec.footprint.reference import _logical
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task
 from amkspec.ir.columns import param_key, task_columns
+from amkspec.programs.strategies import arbitrary_programs
 from amkspec.proofs.index import ProgramIndex
-from amkspec.strategies import arbitrary_programs
 from tests.proofs.test_column_fast_paths import mutated_programs
 
 

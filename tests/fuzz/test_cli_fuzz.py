@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.harness import Target, check, make_side_files, mutate, targets
+from tools.fuzz_harness import Target, check, make_side_files, mutate, targets
 
 EXAMPLES_PER_TARGET = 40
 """Cases per target in CI (the long run is tools/fuzz_cli.py)."""

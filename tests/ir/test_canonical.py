@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from amkspec.ir import FormatError, MegakernelProgram, dumps, to_dict
 from amkspec.ir.canonical import canonical_json
-from amkspec.strategies import JSON_VALUES, arbitrary_programs
+from amkspec.programs.strategies import JSON_VALUES, arbitrary_programs
 
 TRICKY = st.one_of(
     JSON_VALUES,

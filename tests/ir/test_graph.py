@@ -18,7 +18,7 @@ from amkspec.ir.graph import (
     topological_order,
     writers_by_buffer,
 )
-from amkspec.strategies import arbitrary_programs, valid_programs
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from tests.conftest import FIXTURES
 
 FIXTURE_PROGRAMS = [

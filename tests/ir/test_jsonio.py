@@ -16,7 +16,7 @@ from amkspec import FormatError, VersionError, dump, dumps, load, loads
 from amkspec.ir import IR_VERSION, VersionWarning, from_dict, to_dict
 from amkspec.ir.errors import format_path
 from amkspec.ir.limits import MAX_INT_DIGITS
-from amkspec.strategies import arbitrary_programs, mutated_documents, valid_programs
+from amkspec.programs.strategies import arbitrary_programs, mutated_documents, valid_programs
 from tests.conftest import EXAMPLES, FIXTURES
 
 ORIGINAL_JSON = [FIXTURES / "toy1L__default.json", FIXTURES / "toy2L__splitkv4__pos47.json"]

@@ -15,7 +15,7 @@ from amkspec import dumps, loads
 from amkspec.ir import FormatError, VersionError, from_dict
 from amkspec.ir.bounded import parse_json
 from amkspec.ir.jsonio_fast import fast_loads
-from amkspec.strategies import arbitrary_programs, mutated_documents, valid_programs
+from amkspec.programs.strategies import arbitrary_programs, mutated_documents, valid_programs
 from tests.conftest import FIXTURES
 
 TOY = (FIXTURES / "toy1L__default.json").read_text()

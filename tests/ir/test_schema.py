@@ -16,7 +16,7 @@ from hypothesis import given
 from amkspec.ir import FormatError, MegakernelProgram, VersionError, VersionWarning, from_dict, to_dict
 from amkspec.ir.jsonio import RECORDS, REQUIRED_TOP_LEVEL
 from amkspec.ir.schema import SCHEMA_DIALECT, program_schema
-from amkspec.strategies import arbitrary_programs, mutated_documents, valid_programs
+from amkspec.programs.strategies import arbitrary_programs, mutated_documents, valid_programs
 from tests.conftest import EXAMPLES, FIXTURES
 
 SCHEMA = program_schema()

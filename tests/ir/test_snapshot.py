@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from amkspec.ir import FormatError, MegakernelProgram, Task, Wait, dumps
 from amkspec.ir.snapshot import snapshot
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import validate
-from amkspec.strategies import arbitrary_programs, valid_programs
 
 PROGRAMS = st.one_of(valid_programs(max_tasks=8), arbitrary_programs(max_tasks=8))
 

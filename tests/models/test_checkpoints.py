@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from amkspec.cli import main
 from amkspec.lower import lower
+from amkspec.models import tiny
 from amkspec.models.checkpoint import load_checkpoint
 from amkspec.models.gguf_import import unpermute_rows
 from amkspec.models.quant import QuantTensor
 from amkspec.models.refusals import REFUSALS, CheckpointRefused
 from amkspec.models.registry import resolve
-from tests.models import tiny
 
 Q = gguf.GGMLQuantizationType
 

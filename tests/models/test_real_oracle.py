@@ -4,7 +4,7 @@ logits recorded in ``tests/fixtures/real/*.golden.json`` by ``tools/make_real_go
 Token for token on the ReferenceVM and the megakernel's CPU build, with a GGUF file's Q4_1 / Q8_0
 tensors run natively (the default) and dequantized; the top-k logits within
 :data:`amkspec.models.oracle.REFERENCE_TOLERANCE`; the tokenizers' ids and text exactly. The tiny
-checkpoints (``tests/models/tiny.py``) are written again and must be the very files the golden was
+checkpoints (``amkspec/models/tiny.py``) are written again and must be the very files the golden was
 made from (their SHA-256). SmolLM2-135M runs the coarse schedule (one tile per projection) for CI time.
 The ReferenceVM tests are ``numerics`` tests (run again on torch's plain CPU path); the megakernel's
 arithmetic is its own.
@@ -22,10 +22,10 @@ import torch
 
 from amkspec.lower.decode import greedy_decode
 from amkspec.lower.knobs import coarse_config
+from amkspec.models import tiny
 from amkspec.models.checkpoint import Checkpoint, builtin_path, load_checkpoint
 from amkspec.models.oracle import REFERENCE_TOLERANCE
 from tests.conftest import ROOT
-from tests.models import tiny
 
 GOLDEN = ROOT / "tests" / "fixtures" / "real"
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task, Wait
 from amkspec.ir.columns import param_key, task_columns
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import check_memory_safety
 from amkspec.proofs.structure import (
@@ -26,7 +27,6 @@ from amkspec.proofs.structure import (
     check_structure,
     scan_tasks,
 )
-from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_rule_memo import repeated_tasks
 
 

@@ -26,10 +26,10 @@ from amkspec.ir import (
     Wait,
 )
 from amkspec.ir.graph import kahn_order
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs.deadlock import check_waits, may_be_unsatisfiable, unsatisfiable_waits
 from amkspec.proofs.index import ProgramIndex, kahn
 from amkspec.proofs.outputs import check_outputs
-from amkspec.strategies import arbitrary_programs, valid_programs
 
 # -- the definitions, one task at a time -----------------------------------------------------------
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from amkspec.ir import WEIGHT_KINDS, Buffer, BufferKind, DType, MegakernelProgram, Wait
 from amkspec.ir.columns import task_columns
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs.index import ProgramIndex, as_list
 from amkspec.proofs.rule_keys import operand_kinds as _kinds
 from amkspec.proofs.structure import (
@@ -25,7 +26,6 @@ from amkspec.proofs.structure import (
     check_structure,
     total_nbytes,
 )
-from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_column_fast_paths import _gemv_tiles, mutated_programs
 from tests.proofs.test_index import malformed_programs, runs_programs
 

@@ -14,7 +14,7 @@ from amkspec.proofs.diagnostics import CODES, Family, Severity
 from amkspec.proofs.memory import check_memory_safety
 from tests.conftest import ROOT
 
-CASES_DIR = ROOT / "conformance" / "cases" / "memory"
+CASES_DIR = ROOT / "corpus" / "cases" / "memory"
 CASE_FILES = sorted(CASES_DIR.glob("M4*.json"))
 
 

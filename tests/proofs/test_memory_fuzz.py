@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import PARAM_FIELDS, InstructionKind, MegakernelProgram
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs.memory import check_memory_safety
-from amkspec.strategies import arbitrary_programs, valid_programs
 
 KEYS = [*sorted(PARAM_FIELDS), "recipe"]
 SCALARS = st.one_of(

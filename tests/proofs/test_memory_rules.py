@@ -17,6 +17,7 @@ from amkspec.ir import (
     ScheduleConfig,
     load,
 )
+from amkspec.programs.parts import GEMV_8, BufSpec, io, kv, one_task, res, wt
 from amkspec.proofs import validate
 from amkspec.proofs.diagnostics import CODES, Family
 from amkspec.proofs.memory import SHAPE_RULES, check_memory_safety
@@ -25,40 +26,18 @@ from tests.conftest import FIXTURES
 
 Op = InstructionKind
 F32, I32, I8, I4, F16 = DType.F32, DType.I32, DType.I8, DType.I4, DType.F16
-Spec = tuple[str, BufferKind, DType, tuple[int, ...]]
 
 
-def io(name: str, shape: tuple[int, ...], dtype: DType = F32) -> Spec:
-    return (name, BufferKind.IO_INPUT, dtype, shape)
-
-
-def wt(name: str, shape: tuple[int, ...], dtype: DType = F32) -> Spec:
-    return (name, BufferKind.WEIGHT, dtype, shape)
-
-
-def res(name: str, shape: tuple[int, ...], dtype: DType = F32) -> Spec:
-    return (name, BufferKind.IO_OUTPUT, dtype, shape)
-
-
-def kv(name: str, shape: tuple[int, ...]) -> Spec:
-    return (name, BufferKind.KV_CACHE, F32, shape)
-
-
-def one(
-    op: InstructionKind, inputs: list[Spec], output: Spec | int, params: dict[str, Any]
-) -> MegakernelProgram:
-    b = ProgramBuilder()
-    ins = [b.new_buffer(*s) for s in inputs]
-    out = ins[output] if isinstance(output, int) else b.new_buffer(*output)
-    b.add_task(op, ins, [out], params=params, label="t")
-    return b.build()
+def one(op: InstructionKind, inputs: list[BufSpec], output: BufSpec | int, params: dict[str, Any]
+        ) -> MegakernelProgram:
+    return one_task(op, inputs, output, params, label="t")
 
 
 def codes(prog: MegakernelProgram) -> list[str]:
     return [d.code for d in check_memory_safety(prog)]
 
 
-GEMV = {"K": 8, "N_tile": 8, "n_off": 0}
+GEMV = GEMV_8
 ATTN = {"head_dim": 4, "kv_start": 0, "kv_len": 4, "scale": 0.5, "n_heads": 4, "n_kv_heads": 2}
 
 

@@ -21,11 +21,11 @@ from amkspec.footprint import Memo, all_task_regions, task_regions
 from amkspec.ir import AttentionFlags, Buffer, DType, InstructionKind, MegakernelProgram
 from amkspec.ir.columns import task_columns
 from amkspec.ir.opcodes import INT32_MAX, INT32_MIN
+from amkspec.programs.strategies import valid_programs
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.shapes import attention
 from amkspec.proofs.shapes.context import buffer_operand, is_integer_dtype, operand_kind
 from amkspec.proofs.structure import _all_fine, buffer_nbytes, buffer_problem
-from amkspec.strategies import valid_programs
 from tests.proofs.test_column_fast_paths import programs
 from tests.proofs.test_rule_memo import repeated_tasks
 

@@ -38,10 +38,10 @@ from amkspec.footprint import (
 )
 from amkspec.footprint.regions import _disjoint_tiles, _sweep_overlap
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import races, validate
 from amkspec.proofs.index import ProgramIndex, kahn
 from amkspec.proofs.reach import Reachability
-from amkspec.strategies import arbitrary_programs, valid_programs
 
 K = InstructionKind
 F32 = DType.F32

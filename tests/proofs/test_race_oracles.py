@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from amkspec.footprint import Memo, Operand, Region, task_regions, union
 from amkspec.ir import READONLY_KINDS, Buffer, BufferKind, DType, InstructionKind, MegakernelProgram
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import races
 from amkspec.proofs.index import ProgramIndex
-from amkspec.strategies import arbitrary_programs, valid_programs
 
 # -- the footprint batch -----------------------------------------------------------------------
 

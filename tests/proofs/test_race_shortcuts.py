@@ -29,11 +29,11 @@ from hypothesis import strategies as st
 
 from amkspec.footprint import EMPTY, Region, region_of
 from amkspec.ir import Buffer, BufferKind, Counter, DType, InstructionKind, MegakernelProgram, Task, Wait
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs import races, reach
 from amkspec.proofs.diagnostics import Diagnostic
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.reach import Reachability
-from amkspec.strategies import arbitrary_programs, valid_programs
 from tests.proofs.test_index import malformed_programs, runs_programs
 from tests.proofs.test_race_fast_paths import _closure
 from tests.proofs.test_race_oracles import _mutated, _odd_programs

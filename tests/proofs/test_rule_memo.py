@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import check_memory_safety
 from amkspec.proofs.structure import check_task, scan_tasks
-from amkspec.strategies import arbitrary_programs, valid_programs
 
 Op = InstructionKind
 F32 = DType.F32

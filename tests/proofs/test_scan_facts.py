@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task, Wait
 from amkspec.ir.columns import every_exactly, task_columns
+from amkspec.programs.strategies import valid_programs
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.structure import _in_place, _scan_each, _sms_fit, check_ids, check_task
-from amkspec.strategies import valid_programs
 from tests.proofs.test_column_fast_paths import programs
 
 

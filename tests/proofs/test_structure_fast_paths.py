@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from amkspec.ir import TARGETS, BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
 from amkspec.ir.shapes import are_shapes, is_shape
+from amkspec.programs.strategies import arbitrary_programs, valid_programs
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import _records, check_memory_safety
 from amkspec.proofs.rule_keys import operand_kinds as _kinds
@@ -28,7 +29,6 @@ from amkspec.proofs.structure import (
     check_task,
     scan_tasks,
 )
-from amkspec.strategies import arbitrary_programs, valid_programs
 
 programs = st.one_of(arbitrary_programs(), valid_programs())
 

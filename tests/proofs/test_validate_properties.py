@@ -23,11 +23,11 @@ from amkspec.ir import (
     Wait,
     loads,
 )
+from amkspec.programs.strategies import arbitrary_programs, mutated_documents, valid_programs
 from amkspec.proofs import validate
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.reach import Reachability
 from amkspec.proofs.structure import check_task, scan_tasks
-from amkspec.strategies import arbitrary_programs, mutated_documents, valid_programs
 
 
 @given(arbitrary_programs())

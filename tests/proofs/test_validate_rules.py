@@ -13,7 +13,7 @@ import pytest
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Wait
 from amkspec.proofs import CODES, Severity, validate
-from conformance import make_cases
+from corpus import make_cases
 from tests.conftest import ROOT
 
 CASES = make_cases

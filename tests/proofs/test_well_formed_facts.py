@@ -10,11 +10,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from amkspec.programs.strategies import valid_programs
 from amkspec.proofs.index import ProgramIndex
 from amkspec.proofs.memory import _context, _plain_context, check_memory_safety
 from amkspec.proofs.shapes.context import Operand, buffer_operand
 from amkspec.proofs.structure import _scan_each, check_structure
-from amkspec.strategies import valid_programs
 from tests.proofs.test_column_fast_paths import programs
 
 

@@ -198,22 +198,22 @@ def test_progress_json_tsv_and_plot_number_trials_alike(tmp_path: Path) -> None:
 
 def test_cli_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from amkspec.cli.search_cmd import _Progress
+    from amkspec.cli.progress import TrialProgress
 
     out = tmp_path / "run"
-    real_progress = _Progress.__call__
+    real_progress = TrialProgress.__call__
 
-    def interrupted_after_three(self: _Progress, trial: Trial, incumbent: Trial | None) -> None:
+    def interrupted_after_three(self: TrialProgress, trial: Trial, incumbent: Trial | None) -> None:
         real_progress(self, trial, incumbent)
         if trial.trial == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(_Progress, "__call__", interrupted_after_three)
+    monkeypatch.setattr(TrialProgress, "__call__", interrupted_after_three)
     args = ["search", "toy", "--target", "h100", "--budget", "6", "--out", str(out), "--quiet", "--json"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 130 and "--resume" in result.stderr
     assert json.loads(result.stdout)["interrupted"] and len(_rows(out)) == 4
-    monkeypatch.setattr(_Progress, "__call__", real_progress)
+    monkeypatch.setattr(TrialProgress, "__call__", real_progress)
     resumed = CliRunner().invoke(main, [*args, "--resume"])
     assert resumed.exit_code == 0 and json.loads(resumed.stdout)["trials"] == 6
 
@@ -241,7 +241,7 @@ def test_the_beam_holds_the_k_best_correct_trials(tmp_path: Path) -> None:
 def test_progress_is_a_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    from amkspec.cli.search_cmd import _Progress
+    from amkspec.cli.progress import TrialProgress
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:
@@ -249,7 +249,7 @@ def test_progress_is_a_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
 
     fake = Tty()
     monkeypatch.setattr("sys.stderr", fake)
-    progress = _Progress(total=2, done=0, quiet=False)
+    progress = TrialProgress(total=2, done=0, quiet=False)
     assert progress.bar is not None
     trial = _trial(_correct(50.0))
     progress(trial, trial)

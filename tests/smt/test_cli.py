@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from amkspec.cli import main
 from amkspec.ir import dump
-from amkspec.smt.examples import EXAMPLES
+from amkspec.programs.gallery import EXAMPLES
 from tests.conftest import FIXTURES
 
 TOY1 = str(FIXTURES / "toy1L__default.json")

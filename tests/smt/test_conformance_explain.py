@@ -13,7 +13,7 @@ from amkspec.smt.explain import explain
 from tests.conftest import ROOT
 
 CASES = sorted(
-    p for p in (ROOT / "conformance" / "cases").glob("*/*.json")
+    p for p in (ROOT / "corpus" / "cases").glob("*/*.json")
     if json.loads(p.read_text()).get("kind", "validate") == "validate"
 )
 """The validate cases (format, run and refuse cases have no verdict to explain)."""

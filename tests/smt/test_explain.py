@@ -8,7 +8,7 @@ import pytest
 
 from amkspec.evidence.replay import check_witness
 from amkspec.ir import load
-from amkspec.smt.examples import EXAMPLES, rule_only_partial_join
+from amkspec.programs.gallery import EXAMPLES, rule_only_partial_join
 from amkspec.smt.explain import explain
 from tests.conftest import FIXTURES
 

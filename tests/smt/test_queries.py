@@ -7,8 +7,8 @@ import pytest
 from amkspec.evidence.replay import check_witness
 from amkspec.ir import Buffer, BufferKind, DType, MegakernelProgram, ProgramBuilder, Task, load
 from amkspec.ir import InstructionKind as K
+from amkspec.programs.gallery import EXAMPLES, layered, rule_only_partial_join
 from amkspec.smt import Prover, queries, render_dot, render_text
-from amkspec.smt.examples import EXAMPLES, layered, rule_only_partial_join
 from tests.conftest import FIXTURES
 
 EXPECTED_KIND = {

@@ -6,7 +6,6 @@ for page clobbers, whose query may pick another triple (issue 12)."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from unittest import mock
 
@@ -16,18 +15,21 @@ from hypothesis import HealthCheck, assume, given, settings
 from amkspec import load
 from amkspec.evidence.replay import ReplayError, check_witness
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder, Task, Wait
+from amkspec.programs.families import paged_copy_chain
+from amkspec.programs.gallery import layered
+from amkspec.programs.strategies import (
+    arbitrary_programs,
+    mutated_valid_programs,
+    sync_programs,
+    valid_programs,
+)
 from amkspec.smt import Prover, Unencodable, queries
 from amkspec.smt.encoding import Encoding
-from amkspec.smt.examples import layered
 from amkspec.smt.explain import explain
 from amkspec.smt.queries import QueryResult
 from amkspec.smt.witness import Witness
-from amkspec.strategies import arbitrary_programs, valid_programs
 from amkspec.vm.witness import confirm_witness
 from tests.conftest import EXAMPLES
-from tests.smt.programs import mutated_valid_programs, sync_programs
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 
 def _every_query(p: Prover) -> list[QueryResult]:
@@ -103,9 +105,7 @@ def test_layered_bugs_match_the_full_encoding() -> None:
 
 
 def test_a_clobber_deep_in_a_chain_keeps_only_the_tasks_it_names() -> None:
-    from explain_pages import chain  # the benchmark's program: a 2,000-task chain
-
-    prog = chain(2000)
+    prog = paged_copy_chain(2000)  # a benchmark's program (benchmarks/explain_pages.py)
     p = Prover(prog)
     witnesses = [w for s in p.view.page_shares if (w := p.page_clobber(s).witness) is not None]
     for w in witnesses:

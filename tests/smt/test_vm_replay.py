@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amkspec.smt.examples import EXAMPLES
+from amkspec.programs.gallery import EXAMPLES
 from amkspec.smt.explain import explain
 from amkspec.vm.witness import replay_trace
 

@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 
 from amkspec.ir import MegakernelProgram
-from amkspec.smt.examples import EXAMPLES, layered
+from amkspec.programs.gallery import EXAMPLES
 from amkspec.smt.explain import explain
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -43,26 +43,3 @@ def element(root: ET.Element, element_id: str) -> ET.Element:
     found = [e for e in root.iter() if e.attrib.get("id") == element_id]
     assert len(found) == 1, f"{element_id}: {len(found)} elements"
     return found[0]
-
-
-def race_witness(n_tasks: int) -> tuple[Any, dict[str, Any]]:
-    """layered(n, "race") and a legal witness: everything before the last layer runs, then the
-    last writer of the layer before starts and the racing reader starts."""
-    prog = layered(n_tasks, "race")
-    ids = [t.id for t in prog.tasks]
-    writer, reader = ids[-5], ids[-4]
-    events = [{"event": e, "task": t} for t in ids[:-5] for e in ("start", "end")]
-    events += [{"event": "start", "task": writer}, {"event": "start", "task": reader}]
-    buf = prog.tasks[-4].inputs[0]
-    w = {
-        "kind": "read-race",
-        "property": f"task {reader} reads buffer {buf} before writer {writer} has ended",
-        "tasks": [reader, writer],
-        "buffers": [buf],
-        "counters": [],
-        "roles": {"reader": reader, "writer": writer, "buffer": buf},
-        "events": events,
-        "blocked": [],
-        "cycle": [],
-    }
-    return prog, w

@@ -19,9 +19,9 @@ from click.testing import CliRunner
 
 import amkspec
 from amkspec.cli import main
+from amkspec.programs.small import scale_chain
 from tests.conftest import ROOT
 from tests.viz.helpers import parse_svg, texts
-from tests.vm.programs import chain
 
 pytest.importorskip("matplotlib", reason="pictures need the viz extra")
 
@@ -32,8 +32,8 @@ FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 @pytest.fixture
 def racy(tmp_path: Path) -> str:
-    """The racy two-task chain (a witnessed R303) with :data:`LABELS` as its task labels."""
-    prog = chain(scale_waits=False)
+    """The racy two-task scale_chain (a witnessed R303) with :data:`LABELS` as its task labels."""
+    prog = scale_chain(scale_waits=False)
     for task, label in zip(prog.tasks, LABELS, strict=True):
         task.label = label
     path = tmp_path / "racy.json"
@@ -81,7 +81,7 @@ def test_a_png_is_written_without_warnings_on_stderr(racy: str, tmp_path: Path) 
 
 @pytest.mark.parametrize("command", [["info", "--svg"], ["explain", "--svg"], ["explain", "--html"]])
 def test_a_label_that_looks_like_tex_is_drawn_as_written(tmp_path: Path, command: list[str]) -> None:
-    prog = chain(scale_waits=False)
+    prog = scale_chain(scale_waits=False)
     prog.tasks[0].label, prog.tasks[1].label = "$\\frac$", "x$^{2}$"
     src, out = tmp_path / "tex.json", tmp_path / f"out.{command[1][2:]}"
     amkspec.dump(prog, str(src))

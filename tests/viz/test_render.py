@@ -9,8 +9,8 @@ import pytest
 
 from amkspec.evidence.replay import check_witness
 from amkspec.ir import Wait, from_dict
+from amkspec.programs.gallery import EXAMPLES, layered, race_witness
 from amkspec.smt import Prover
-from amkspec.smt.examples import EXAMPLES, layered
 from amkspec.smt.explain import KIND_OF_CODE, explain
 from amkspec.smt.witness import KINDS
 from amkspec.viz import canvas
@@ -19,7 +19,7 @@ from amkspec.viz.program import index_program
 from amkspec.viz.scene import MAX_TASKS, named_tasks, wait_cycle, witness_tasks
 from amkspec.viz.timeline import timeline_figure
 from tests.conftest import ROOT
-from tests.viz.helpers import element, explained, ids, parse_svg, race_witness, texts
+from tests.viz.helpers import element, explained, ids, parse_svg, texts
 
 MARKS = {
     "read-race": ["role-reader", "role-writer", "violation", "violation-text"],
@@ -120,7 +120,7 @@ def test_a_100k_task_witness_renders_its_neighbourhood_in_bounded_time() -> None
 CASES = sorted(
     p
     for family in ("races", "deadlock", "structure")
-    for p in (ROOT / "conformance" / "cases" / family).glob("*.json")
+    for p in (ROOT / "corpus" / "cases" / family).glob("*.json")
     if not p.name.endswith("_ok.json")
 )
 

@@ -9,14 +9,14 @@ from hypothesis import given
 from amkspec.ir import load
 from amkspec.ir.graph import dependency_edges, topological_order
 from amkspec.ir.trace import trace_from_json
-from amkspec.smt.examples import EXAMPLES
+from amkspec.programs.gallery import EXAMPLES, race_witness
+from amkspec.programs.strategies import arbitrary_programs
 from amkspec.smt.witness import annotate
-from amkspec.strategies import arbitrary_programs
 from amkspec.viz.layout import MAX_GRAPH_TASKS, graph_scene
 from amkspec.viz.program import index_program
 from amkspec.viz.scene import MAX_TASKS, named_tasks, timeline_scene, wait_cycle, witness_tasks
 from tests.conftest import EXAMPLES as EXAMPLES_DIR
-from tests.viz.helpers import explained, race_witness
+from tests.viz.helpers import explained
 
 
 def test_every_task_of_every_gallery_witness_is_in_its_scene() -> None:

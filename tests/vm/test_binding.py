@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from amkspec.ir import BufferKind, DType, MegakernelProgram, MemSpace, Page, PageAllocation, ProgramBuilder
+from amkspec.programs.small import kv_snapshot, scale_chain
 from amkspec.semantics import pack_int4
 from amkspec.vm import BindingError, ReferenceVM, RefusedProgram
-from tests.vm.programs import K, chain, kv_program
+from tests.vm.strategies import K
 
 
 def _gather(dtype: DType = DType.F32, ids: DType = DType.I32) -> MegakernelProgram:
@@ -70,7 +71,7 @@ def test_int4_weights_bind_packed() -> None:
 
 
 def test_the_callers_tensors_are_never_written() -> None:
-    vm = ReferenceVM(kv_program(pos=1))
+    vm = ReferenceVM(kv_snapshot(pos=1))
     kv = {"kc": torch.full((4, 1, 2), 5.0)}
     x = np.array([[[1.0, 2.0]]], dtype=np.float32)
     out = vm.run({}, {"x": x}, kv)
@@ -82,7 +83,7 @@ def test_the_callers_tensors_are_never_written() -> None:
 
 
 def test_kv_persists_across_launches_until_reset() -> None:
-    vm = ReferenceVM(kv_program(pos=0))
+    vm = ReferenceVM(kv_snapshot(pos=0))
     vm.run({}, {"x": [[[1.0, 1.0]]]}, {"kc": np.full((4, 1, 2), 3.0, np.float32)})
     second = vm.run({}, {"x": [[[2.0, 2.0]]]})
     assert second["snapshot"][0].tolist() == [[2.0, 2.0]] and second["snapshot"][3].tolist() == [[3.0, 3.0]]
@@ -92,14 +93,14 @@ def test_kv_persists_across_launches_until_reset() -> None:
 
 
 def test_outputs_and_activations_start_as_zeros_every_launch() -> None:
-    vm = ReferenceVM(chain())
+    vm = ReferenceVM(scale_chain())
     a = vm.run({}, {"x": [[1.0, 1.0, 1.0, 1.0]]})
     b = vm.run({}, {"x": [[2.0, 2.0, 2.0, 2.0]]})
     assert a["z"] is not b["z"] and a["z"].tolist() == [[6.0] * 4] and b["z"].tolist() == [[12.0] * 4]
 
 
 def test_a_rejected_program_is_refused_with_the_report() -> None:
-    program = chain()
+    program = scale_chain()
     program.tasks[1].waits[0].threshold = 3
     with pytest.raises(RefusedProgram) as info:
         ReferenceVM(program)

@@ -15,10 +15,10 @@ from amkspec.ir import BufferKind, MegakernelProgram, ScheduleConfig
 from amkspec.lower import lower
 from amkspec.lower.decode import step_inputs
 from amkspec.models import TOY_2L, make_weights
-from amkspec.strategies import valid_programs
+from amkspec.programs.small import add_weight, embed_append, kv_snapshot
+from amkspec.programs.strategies import valid_programs
 from amkspec.vm import BindingError, ExecutionError, ReferenceVM, Replay
-from tests.vm.programs import add_weight, embed_append, kv_program
-from tests.vm_cuda.operands import operands
+from amkspec.vm.operands import operands
 
 CONFIG = ScheduleConfig(tiling={"gemv": {"N_tile": 32}}, page_allocation="graph_color")
 FRESH = Replay(trace=[], finish=True)
@@ -132,7 +132,7 @@ def test_a_launch_that_fails_while_running_forgets_the_carried_caches(toy: Any, 
 
 
 def test_kv_passed_in_replaces_the_vms_own() -> None:
-    prog = kv_program(pos=1)
+    prog = kv_snapshot(pos=1)
     vm = ReferenceVM(prog)
     x = {"x": np.ones((1, 1, 2), dtype=np.float32)}
     first = vm.run({}, x)

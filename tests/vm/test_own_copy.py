@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from amkspec.ir import MegakernelProgram
+from amkspec.programs.small import scale_chain
 from amkspec.proofs import validate
 from amkspec.vm import ReferenceVM, Replay, SeededRandom
-from tests.vm.programs import chain
 
 X = {"x": torch.tensor([[1.0, 2.0, 3.0, 4.0]])}
 
@@ -43,23 +43,23 @@ CHANGES: dict[str, Callable[[MegakernelProgram], None]] = {
                          ids=["list order", "seeded", "replay"])
 def test_a_change_after_construction_never_runs(change: Callable[[MegakernelProgram], None],
                                                  policy: object) -> None:
-    prog = chain()
+    prog = scale_chain()
     vm = ReferenceVM(prog)
     change(prog)
-    assert prog != chain()
+    assert prog != scale_chain()
     got = vm.run({}, X, policy=policy)  # type: ignore[arg-type]
     assert torch.equal(got["z"], torch.tensor([[6.0, 12.0, 18.0, 24.0]]))
-    assert vm.program == chain()
+    assert vm.program == scale_chain()
 
 
 def test_the_change_that_races_is_one_validate_rejects() -> None:
-    prog = chain()
+    prog = scale_chain()
     _drop_wait(prog)
     assert not validate(prog).ok
 
 
 def test_the_vm_holds_no_list_of_the_callers_program() -> None:
-    prog = chain()
+    prog = scale_chain()
     vm = ReferenceVM(prog)
     assert vm.program is not prog
     assert all(a is not b for a, b in zip(vm.program.tasks, prog.tasks, strict=True))

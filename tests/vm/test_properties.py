@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from amkspec.ir import MegakernelProgram
 from amkspec.vm import ReferenceVM, Replay, SeededRandom
-from tests.vm.programs import interleavings, tiled_dags
+from tests.vm.strategies import interleavings, tiled_dags
 
 X = {"x": torch.tensor([[0.5, -1.0, 2.0]])}
 

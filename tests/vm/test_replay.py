@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from amkspec.ir.trace import Event
+from amkspec.programs.small import scale_chain, two_tiles
 from amkspec.vm import DeadlockError, ReferenceVM, RefusedProgram, Replay, TraceError
-from tests.vm.programs import chain, two_tiles
 
 X = {"x": torch.tensor([[1.0, 2.0, 3.0, 4.0]])}
 
@@ -19,11 +19,11 @@ def _trace(*steps: str) -> list[Event]:
 
 def test_the_racy_program_is_rejected_by_the_validator() -> None:
     with pytest.raises(RefusedProgram):
-        ReferenceVM(chain(scale_waits=False))
+        ReferenceVM(scale_chain(scale_waits=False))
 
 
 def test_a_reader_that_starts_before_the_writer_ends_sees_the_old_value() -> None:
-    vm = ReferenceVM(chain(scale_waits=False), _unsafe_skip_validation=True)
+    vm = ReferenceVM(scale_chain(scale_waits=False), _unsafe_skip_validation=True)
     out = vm.run({}, X, policy=Replay(_trace("s0", "s1", "e0", "e1")))
     assert torch.equal(out["z"], torch.zeros(1, 4))
     assert vm.last_stats is not None and vm.last_stats.replay is not None
@@ -34,7 +34,7 @@ def test_a_reader_that_starts_before_the_writer_ends_sees_the_old_value() -> Non
 
 
 def test_the_ordered_interleaving_of_the_same_program_reads_fresh_data() -> None:
-    vm = ReferenceVM(chain(scale_waits=False), _unsafe_skip_validation=True)
+    vm = ReferenceVM(scale_chain(scale_waits=False), _unsafe_skip_validation=True)
     out = vm.run({}, X, policy=Replay(_trace("s0", "e0", "s1", "e1")))
     assert torch.equal(out["z"], 6 * X["x"])
     assert vm.last_stats is not None and vm.last_stats.replay is not None
@@ -43,14 +43,14 @@ def test_the_ordered_interleaving_of_the_same_program_reads_fresh_data() -> None
 
 
 def test_a_trace_prefix_is_finished_in_list_order() -> None:
-    vm = ReferenceVM(chain())
+    vm = ReferenceVM(scale_chain())
     out = vm.run({}, X, policy=Replay(_trace("s0")))
     assert torch.equal(out["z"], 6 * X["x"])
     assert vm.last_stats is not None and vm.last_stats.order == [0, 1]
 
 
 def test_without_finish_a_prefix_leaves_later_tasks_unrun() -> None:
-    vm = ReferenceVM(chain())
+    vm = ReferenceVM(scale_chain())
     out = vm.run({}, X, policy=Replay(_trace("s0", "e0"), finish=False))
     assert torch.equal(out["z"], torch.zeros(1, 4))
 
@@ -62,13 +62,13 @@ def test_without_finish_a_prefix_leaves_later_tasks_unrun() -> None:
     (("s7",), "does not have"),
 ])
 def test_a_trace_that_is_no_execution_is_refused(steps: tuple[str, ...], match: str) -> None:
-    vm = ReferenceVM(chain())
+    vm = ReferenceVM(scale_chain())
     with pytest.raises(TraceError, match=match):
         vm.run({}, X, policy=Replay(_trace(*steps)))
 
 
 def test_a_json_trace_replays_like_its_events() -> None:
-    vm = ReferenceVM(chain())
+    vm = ReferenceVM(scale_chain())
     json_trace = [e.to_dict() for e in _trace("s0", "e0", "s1", "e1")]
     assert Replay(json_trace) == Replay(_trace("s0", "e0", "s1", "e1"))
     out = vm.run({}, X, policy=Replay({"events": json_trace}))
@@ -90,7 +90,7 @@ def test_overlapping_sibling_tiles_keep_each_others_columns() -> None:
 
 
 def test_replay_of_a_stuck_program_raises_deadlock() -> None:
-    program = chain()
+    program = scale_chain()
     program.tasks[1].waits[0].threshold = 2
     vm = ReferenceVM(program, _unsafe_skip_validation=True)
     with pytest.raises(DeadlockError, match="1:triple"):

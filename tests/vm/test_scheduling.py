@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from amkspec.ir import BufferKind, Counter, DType, MegakernelProgram, ProgramBuilder, Task, Wait
 from amkspec.ir.graph import dependency_edges
+from amkspec.programs.small import scale_chain
 from amkspec.vm import DeadlockError, ExecutionError, ReferenceVM, SeededRandom
-from tests.vm.programs import K, chain, nop_dags, sweep_order
+from tests.vm.strategies import K, nop_dags, sweep_order
 
 
 @given(nop_dags())
@@ -46,7 +47,7 @@ def test_random_policy_is_seeded() -> None:
 
 
 def test_stats_split_numerics_and_scheduling_time() -> None:
-    vm = ReferenceVM(chain())
+    vm = ReferenceVM(scale_chain())
     vm.run({}, {"x": [[1.0, 2.0, 3.0, 4.0]]})
     stats = vm.last_stats
     assert stats is not None and stats.policy == "list" and stats.order == [0, 1]
@@ -90,7 +91,7 @@ def test_a_failing_op_is_an_execution_error_naming_the_task() -> None:
 @settings(max_examples=10)
 @given(st.integers(0, 1000))
 def test_any_policy_gives_the_same_numbers_on_a_valid_program(seed: int) -> None:
-    program = chain()
+    program = scale_chain()
     x = {"x": torch.tensor([[1.0, -2.0, 0.5, 3.0]])}
     listed = ReferenceVM(program).run({}, x)
     shuffled = ReferenceVM(program, policy=SeededRandom(seed)).run({}, x)
@@ -100,7 +101,7 @@ def test_any_policy_gives_the_same_numbers_on_a_valid_program(seed: int) -> None
 def test_counters_reset_and_the_collector_is_restored_after_every_launch() -> None:
     import gc
 
-    vm = ReferenceVM(chain())
+    vm = ReferenceVM(scale_chain())
     orders = []
     for _ in range(2):
         vm.run({}, {"x": [[1.0, 2.0, 3.0, 4.0]]})

@@ -7,8 +7,9 @@ import torch
 
 from amkspec.ir import BufferKind, DType, ProgramBuilder
 from amkspec.ir.trace import Event
+from amkspec.programs.small import paged_pair, two_tiles
 from amkspec.vm import ReferenceVM, Replay, TraceError, replay_trace
-from tests.vm.programs import K, paged_pair, two_tiles
+from tests.vm.strategies import K
 
 X = {"x": torch.tensor([[1.0, 2.0, 3.0, 4.0]])}
 

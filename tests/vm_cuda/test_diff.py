@@ -18,10 +18,10 @@ from amkspec.lower import lower, resolve_model
 from amkspec.lower.decode import step_inputs
 from amkspec.models import QuantSpec, make_weights
 from amkspec.models.quant import quantize_weights
-from amkspec.strategies import valid_programs
+from amkspec.programs.strategies import valid_programs
 from amkspec.vm import ReferenceVM, RefusedProgram
+from amkspec.vm.operands import operands
 from tests.conftest import EXAMPLES, FIXTURES
-from tests.vm_cuda.operands import operands
 from vm_cuda import MegakernelVM
 from vm_cuda.compare import compare_outputs
 

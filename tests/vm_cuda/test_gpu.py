@@ -20,8 +20,8 @@ from amkspec.lower import lower, resolve_model
 from amkspec.lower.decode import step_inputs
 from amkspec.models import make_weights
 from amkspec.vm import ReferenceVM
+from amkspec.vm.operands import operands
 from tests.conftest import EXAMPLES
-from tests.vm_cuda.operands import operands
 from tests.vm_cuda.test_watchdog import X, _chain, _cycle
 from vm_cuda import KernelTimeout, MegakernelVM
 from vm_cuda.compare import compare_outputs

@@ -8,8 +8,8 @@ import torch
 
 from amkspec.ir import MegakernelProgram
 from amkspec.ir.graph import writers_by_buffer
+from amkspec.programs.small import scale_chain
 from amkspec.vm.binding import bind
-from tests.vm.programs import chain
 from vm_cuda import MegakernelVM
 from vm_cuda.pack import Packer, unpack
 
@@ -24,7 +24,7 @@ def _change(p: MegakernelProgram) -> None:
 
 
 def test_a_packer_packs_what_it_validated() -> None:
-    prog, pristine = chain(), chain()
+    prog, pristine = scale_chain(), scale_chain()
     packer = Packer(prog)
     _change(prog)
     bound = bind(pristine, {}, X, {}, set(writers_by_buffer(pristine)))
@@ -36,9 +36,9 @@ def test_a_packer_packs_what_it_validated() -> None:
 
 
 def test_the_cpu_megakernel_runs_what_it_validated(cxx: str) -> None:
-    prog = chain()
+    prog = scale_chain()
     vm = MegakernelVM(prog, "cpu")
     _change(prog)
     got = vm.run({}, X)
     assert torch.equal(got["z"], torch.tensor([[6.0, 12.0, 18.0, 24.0]]))
-    assert vm.program == chain()
+    assert vm.program == scale_chain()

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from amkspec import load
 from amkspec.ir import PARAM_DEFAULTS, PARAM_FIELDS, PARAM_LAYOUT, BufferKind, MegakernelProgram
 from amkspec.ir.graph import dependency_edges, writers_by_buffer
-from amkspec.strategies import valid_programs
+from amkspec.programs.strategies import valid_programs
 from amkspec.vm import ReferenceVM
 from amkspec.vm.binding import bind
 from amkspec.vm.errors import RefusedProgram
+from amkspec.vm.operands import operands
 from tests.conftest import EXAMPLES
-from tests.vm_cuda.operands import operands
 from vm_cuda import layout
 from vm_cuda.pack import Packer, PackError, pack, unpack
 

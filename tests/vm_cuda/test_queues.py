@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, ProgramBuilder
-from amkspec.strategies import valid_programs
+from amkspec.programs.strategies import valid_programs
 from vm_cuda.queues import QueueError, build_queues, global_order
 
 

@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from amkspec import load
 from amkspec.ir import BufferKind, MegakernelProgram
 from amkspec.ir.graph import writers_by_buffer
-from amkspec.strategies import valid_programs
+from amkspec.programs.small import scale_chain
+from amkspec.programs.strategies import valid_programs
 from amkspec.vm import ReferenceVM
 from amkspec.vm.binding import bind
+from amkspec.vm.operands import operands
 from tests.conftest import EXAMPLES, FIXTURES
-from tests.vm.programs import chain
-from tests.vm_cuda.operands import operands
 from tests.vm_cuda.test_watchdog import _cycle
 from vm_cuda.compare import compare_outputs
 from vm_cuda.cpu import CPU_MAX_BLOCKS, run_driver
@@ -97,7 +97,7 @@ def test_the_watchdog_path_runs_clean(cxx: str, variant: str) -> None:
 
 
 def test_tsan_sees_the_race_of_a_program_forced_past_the_validator(cxx: str) -> None:
-    racy = chain(scale_waits=False)  # the second MUL reads y without waiting for its writer
+    racy = scale_chain(scale_waits=False)  # the second MUL reads y without waiting for its writer
     _, _, report = _run(racy, "tsan", {}, {"x": torch.ones(1, 4)}, unsafe=True)
     assert "WARNING: ThreadSanitizer: data race" in report
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from amkspec.programs.small import add_weight, embed_append, scale_chain
 from amkspec.vm import BindingError, ExecutionError, ReferenceVM
-from tests.vm.programs import add_weight, chain, embed_append
 from vm_cuda import MegakernelVM
 from vm_cuda.pack import WATCHDOG_MAX_S, watchdog_ns
 
@@ -39,7 +39,7 @@ def test_after_a_fault_both_vms_forget_the_caches_they_carried(cxx: str) -> None
 @pytest.mark.parametrize("timeout_s", [0, 0.0, -1.0, float("inf"), float("nan"), 1e30, "5", True, None])
 def test_a_megakernel_vm_takes_only_a_watchdog_it_can_run(timeout_s: Any) -> None:
     with pytest.raises(ValueError, match="timeout_s"):
-        MegakernelVM(chain(), "cpu", timeout_s=timeout_s)
+        MegakernelVM(scale_chain(), "cpu", timeout_s=timeout_s)
 
 
 def test_the_header_holds_the_watchdog_in_whole_nanoseconds() -> None:
