@@ -59,13 +59,12 @@ def _type_checking_only(tree: ast.Module) -> set[int]:
     }
 
 
-def _imports(module: str, top_level_only: bool = False) -> Iterator[tuple[str, int]]:
+def _imports(module: str) -> Iterator[tuple[str, int]]:
     """``(imported module of the repository, line)`` of every import of ``module``, those inside
-    functions included (unless ``top_level_only``), those under ``if TYPE_CHECKING`` left out."""
+    functions included, those under ``if TYPE_CHECKING`` left out."""
     tree = ast.parse(MODULES[module].read_text())
     skip = _type_checking_only(tree)
-    nodes = tree.body if top_level_only else ast.walk(tree)
-    for node in nodes:
+    for node in ast.walk(tree):
         if id(node) in skip:
             continue
         if isinstance(node, ast.Import):
@@ -98,10 +97,10 @@ def test_every_import_goes_down_the_floors() -> None:
 
 
 def test_no_import_cycle() -> None:
-    """None between packages (imports inside functions count), none between modules at import time."""
+    """None between packages, none between modules (imports inside functions count for both)."""
     packages = {p: {_owner(t) for m in MODULES if _owner(m) == p for t, _ in _imports(m)} for p in FLOOR}
     packages = {p: targets - {p} for p, targets in packages.items()}
-    modules = {m: {t for t, _ in _imports(m, top_level_only=True)} for m in MODULES}
+    modules = {m: {t for t, _ in _imports(m)} for m in MODULES}
     for graph in (packages, modules):
         try:
             list(graphlib.TopologicalSorter(graph).static_order())

@@ -9,12 +9,12 @@ CLI prints as one line, before anything is written.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from amkspec.ir import AmkspecError, MegakernelProgram
 from amkspec.ir.atomic import refuse_overwrite, write_atomic
-from amkspec.text import count, no_such_finding
+from amkspec.text import count, no_such_finding, tally
 from amkspec.viz import canvas
 
 if TYPE_CHECKING:
@@ -23,14 +23,6 @@ if TYPE_CHECKING:
 
 class NoPicture(AmkspecError, ValueError):
     """The picture asked for does not exist (there is no such finding)."""
-
-
-def tally(findings: Sequence[Mapping[str, Any]]) -> str:
-    """``1 finding``, ``5 proofs``, ``1 finding and 3 proofs``: explain's results, findings (witnessed
-    or rule-only) apart from proofs."""
-    proofs = sum(1 for f in findings if f.get("status") == "proved")
-    parts = [count(len(findings) - proofs, "finding")] if len(findings) > proofs or not proofs else []
-    return " and ".join([*parts, *([count(proofs, "proof")] if proofs else [])])
 
 
 def pick_witness(explanation: Mapping[str, Any], finding: int | None) -> tuple[int, Mapping[str, Any] | None]:

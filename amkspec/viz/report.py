@@ -16,9 +16,8 @@ from typing import Any
 
 from amkspec import __version__
 from amkspec.ir import MegakernelProgram
-from amkspec.text import count, escape_line
+from amkspec.text import count, escape_line, tally
 from amkspec.viz import canvas
-from amkspec.viz.export import tally
 from amkspec.viz.graph import graph_figure
 from amkspec.viz.program import ProgramIndex, index_program
 from amkspec.viz.timeline import timeline_figure
