@@ -5,7 +5,8 @@ or rule keys so that equal tasks share one computation. Tested against the refer
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from amkspec.footprint.memo import Memo
@@ -51,13 +52,7 @@ def all_task_regions(
     """
     code = memo.codes_of(buffers, well_formed, kinds)
     if columns is None and not {*map(type, tasks)} <= {Task}:  # odd records (columns: none): each its own way
-        found: list[TaskRegions | None] = []
-        for task in tasks:
-            try:
-                found.append(task_regions(task, buffers, memo))
-            except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
-                found.append(None)
-        return found
+        return _each(zip(tasks, repeat(buffers), repeat(memo)), task_regions)
     own: tuple[list[Any], list[Any], list[Any], Sequence[Any], list[Any]]
     if columns is None:
         ops, params = [t.op for t in tasks], [t.params for t in tasks]
@@ -107,44 +102,39 @@ def _keyed_task_regions(
     unhashable key (a FUSED recipe's items) leaves the entry None.
     """
     get = memo.ops.get
-    found: list[TaskRegions | None] = []
-    add = found.append
-    rows = zip(inputs, outputs, *own, tasks, strict=True)
-    for ins, outs, own_ins, own_outs, op, params_key, params, task in rows:
-        try:
-            if params_key is not None:
-                key: tuple[Any, ...]
-                codes_in: tuple[int | None, ...] | None
-                codes_out: tuple[int | None, ...] | None
-                if ins is own_ins and outs is own_outs and len(ins) == 2 and len(outs) == 1:
-                    # most tasks (x and W, a and b): one flat key, no tuple of codes unless it misses
-                    key = (op, params_key, code[ins[0]], code[ins[1]], code[outs[0]])
-                    cached = get(key)
-                    if cached is not None:
-                        add((ins, cached[0], outs, cached[1]))
-                        continue
-                    codes_in, codes_out = key[2:4], key[4:]
-                else:
-                    if ins is own_ins:
-                        # the codes without a comprehension: most tasks have one to three operands
-                        codes_in = (code[ins[0]],) if len(ins) == 1 else tuple([code[b] for b in ins])
-                    else:  # e.g. a buffer named twice (the caller's list names it once)
-                        ins, codes_in = _own_operands(own_ins, code, buffers, memo)
-                    if outs is own_outs:
-                        codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
-                    else:
-                        outs, codes_out = _own_operands(own_outs, code, buffers, memo)
-                    key = (op, params_key, codes_in, codes_out)
-                    cached = get(key)
-                    if cached is not None:
-                        add((ins, cached[0], outs, cached[1]))
-                        continue
-                add(_missed(memo, key, op, params, codes_in, codes_out, ins, outs, task, buffers))
-                continue
-            add(task_regions(task, buffers, memo))
-        except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
-            add(None)
-    return found
+
+    def one(
+        ins: Any, outs: Any, own_ins: Any, own_outs: Any, op: Any, params_key: Any, params: Any, task: Any
+    ) -> TaskRegions:
+        if params_key is None:
+            return task_regions(task, buffers, memo)
+        key: tuple[Any, ...]
+        codes_in: tuple[int | None, ...] | None
+        codes_out: tuple[int | None, ...] | None
+        if ins is own_ins and outs is own_outs and len(ins) == 2 and len(outs) == 1:
+            # most tasks (x and W, a and b): one flat key, no tuple of codes unless it misses
+            key = (op, params_key, code[ins[0]], code[ins[1]], code[outs[0]])
+            cached = get(key)
+            if cached is not None:
+                return ins, cached[0], outs, cached[1]
+            codes_in, codes_out = key[2:4], key[4:]
+        else:
+            if ins is own_ins:
+                # the codes without a comprehension: most tasks have one to three operands
+                codes_in = (code[ins[0]],) if len(ins) == 1 else tuple([code[b] for b in ins])
+            else:  # e.g. a buffer named twice (the caller's list names it once)
+                ins, codes_in = _own_operands(own_ins, code, buffers, memo)
+            if outs is own_outs:
+                codes_out = (code[outs[0]],) if len(outs) == 1 else tuple([code[b] for b in outs])
+            else:
+                outs, codes_out = _own_operands(own_outs, code, buffers, memo)
+            key = (op, params_key, codes_in, codes_out)
+            cached = get(key)
+            if cached is not None:
+                return ins, cached[0], outs, cached[1]
+        return _missed(memo, key, op, params, codes_in, codes_out, ins, outs, task, buffers)
+
+    return _each(zip(inputs, outputs, *own, tasks, strict=True), one)
 
 
 def _rule_keyed_task_regions(
@@ -167,27 +157,36 @@ def _rule_keyed_task_regions(
     params are not a dict take :func:`task_regions`; an entry is None where that raised.
     """
     get = memo.ops.get
+
+    def one(
+        ins: Any, outs: Any, own_ins: Any, own_outs: Any, op: Any, key: Any, params: Any, task: Any
+    ) -> TaskRegions:
+        if key is None:
+            return task_regions(task, buffers, memo)
+        codes_in = codes_out = None  # of the task's own lists, when they are not the checked ones
+        if ins is not own_ins or outs is not own_outs:
+            ins, codes_in = _own_operands(own_ins, code, buffers, memo)
+            outs, codes_out = _own_operands(own_outs, code, buffers, memo)
+            if codes_in is None or codes_out is None or None in codes_in or None in codes_out:
+                return task_regions(task, buffers, memo)
+        cached = get(key)
+        if cached is not None:
+            return ins, cached[0], outs, cached[1]
+        if type(params) is dict and (codes_in is None or codes_out is None):
+            codes_in, codes_out = tuple([code[b] for b in ins]), tuple([code[b] for b in outs])
+        return _missed(memo, key, op, params, codes_in, codes_out, ins, outs, task, buffers)
+
+    return _each(rows, one)
+
+
+def _each(rows: Iterable[tuple[Any, ...]], one: Callable[..., TaskRegions]) -> list[TaskRegions | None]:
+    """``one(*row)`` of every row (a task's :func:`task_regions`, spec §3.3), None where it
+    raised: the caller asks :func:`task_regions` again, where the error belongs."""
     found: list[TaskRegions | None] = []
     add = found.append
-    for ins, outs, own_ins, own_outs, op, key, params, task in rows:
+    for row in rows:
         try:
-            if key is not None:
-                codes_in = codes_out = None  # of the task's own lists, when they are not the checked ones
-                if ins is not own_ins or outs is not own_outs:
-                    ins, codes_in = _own_operands(own_ins, code, buffers, memo)
-                    outs, codes_out = _own_operands(own_outs, code, buffers, memo)
-                    if codes_in is None or codes_out is None or None in codes_in or None in codes_out:
-                        add(task_regions(task, buffers, memo))
-                        continue
-                cached = get(key)
-                if cached is not None:
-                    add((ins, cached[0], outs, cached[1]))
-                    continue
-                if type(params) is dict and (codes_in is None or codes_out is None):
-                    codes_in, codes_out = tuple([code[b] for b in ins]), tuple([code[b] for b in outs])
-                add(_missed(memo, key, op, params, codes_in, codes_out, ins, outs, task, buffers))
-                continue
-            add(task_regions(task, buffers, memo))
+            add(one(*row))
         except Exception:  # noqa: BLE001 - left None: task_regions raises it again where it is asked
             add(None)
     return found

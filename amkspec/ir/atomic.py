@@ -93,11 +93,7 @@ def _fsync(name: str) -> None:
 
 def _fsync_dir(directory: str) -> None:
     with contextlib.suppress(OSError):  # not every platform can open a directory
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync(directory)
 
 
 def _mode_of(target: str) -> int:

@@ -8,11 +8,12 @@ These functions never judge a program; they index whatever it holds.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Hashable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable, Iterable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from amkspec.ir.model import MegakernelProgram
+    from amkspec.ir.model import MegakernelProgram, Task
 
 
 def _hashable(value: object) -> bool:
@@ -30,18 +31,19 @@ def producers_by_counter(prog: MegakernelProgram) -> dict[int, list[int]]:
 
 def writers_by_buffer(prog: MegakernelProgram) -> dict[int, list[int]]:
     """Buffer id → ids of the tasks that list it as an output, in task-list order (spec §2)."""
-    out: dict[int, list[int]] = defaultdict(list)
-    for task in prog.tasks:
-        for buf in dict.fromkeys(b for b in task.outputs if _hashable(b)):
-            out[buf].append(task.id)
-    return dict(out)
+    return _tasks_by_buffer(prog, attrgetter("outputs"))
 
 
 def readers_by_buffer(prog: MegakernelProgram) -> dict[int, list[int]]:
     """Buffer id → ids of the tasks that list it as an input, in task-list order (spec §2)."""
+    return _tasks_by_buffer(prog, attrgetter("inputs"))
+
+
+def _tasks_by_buffer(prog: MegakernelProgram, refs: Callable[[Task], list[Any]]) -> dict[int, list[int]]:
+    """Buffer id → ids of the tasks whose ``refs`` name it (once per task), in task-list order."""
     out: dict[int, list[int]] = defaultdict(list)
     for task in prog.tasks:
-        for buf in dict.fromkeys(b for b in task.inputs if _hashable(b)):
+        for buf in dict.fromkeys(b for b in refs(task) if _hashable(b)):
             out[buf].append(task.id)
     return dict(out)
 
@@ -66,10 +68,18 @@ def successors(prog: MegakernelProgram) -> dict[int, list[int]]:
 
 
 def kahn_order(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[int] | None:
-    """Kahn's algorithm as the reference runs it (spec §2).
+    """Kahn's algorithm as the reference runs it (spec §2): :func:`kahn_walk`, None on a cycle."""
+    node_list = sorted(set(nodes))
+    order = kahn_walk(node_list, edges)
+    return order if len(order) == len(node_list) else None
+
+
+def kahn_walk(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[int]:
+    """The nodes in the order Kahn's algorithm takes them (spec §2); a node on or behind a cycle
+    is never taken.
 
     A FIFO queue is seeded with the zero-indegree ids in ascending order and
-    successors are visited in ascending id order. Returns None on a cycle.
+    successors are visited in ascending id order.
     """
     node_list = sorted(set(nodes))
     indeg = dict.fromkeys(node_list, 0)
@@ -86,7 +96,7 @@ def kahn_order(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[i
             indeg[m] -= 1
             if indeg[m] == 0:
                 queue.append(m)
-    return order if len(order) == len(node_list) else None
+    return order
 
 
 def topological_order(prog: MegakernelProgram) -> list[int] | None:

@@ -498,7 +498,7 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
     field of its size before (the tiles of one operation) joins their lists without a lookup.
     """
     users: dict[int, list[int]] = {}
-    users_of = users.get
+    join = users.setdefault  # id → its list, a new one for an id first seen (then appended to)
     repeats: list[int] = []
     last: int | None = None  # the id of the last one-id field, and its list
     last_users: list[int] = []
@@ -517,12 +517,8 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
                 last_users.append(pos)
                 continue
             last = a
-            known = users_of(a)
-            if known is None:
-                last_users = users[a] = [pos]
-            else:
-                last_users = known
-                known.append(pos)
+            last_users = join(a, [])
+            last_users.append(pos)
         elif size == 2:
             a, b = refs
             if type(a) is not int or type(b) is not int:
@@ -531,33 +527,24 @@ def _users_of_ids(fields: list[Any]) -> tuple[dict[int, list[int]], list[int]] |
                 users_a.append(pos)
                 users_b.append(pos)
                 continue
-            found = users_of(a)
-            if found is None:
-                users_a = users[a] = [pos]
-            else:
-                users_a = found
-                found.append(pos)
+            users_a = join(a, [])
+            users_a.append(pos)
             if b == a:
                 repeats.append(pos)
                 last_a = None
                 continue
-            found = users_of(b)
-            if found is None:
-                users_b = users[b] = [pos]
-            else:
-                users_b = found
-                found.append(pos)
+            users_b = join(b, [])
+            users_b.append(pos)
             last_a, last_b = a, b
         else:
             for b in refs:
                 if type(b) is not int:
                     return None
-                if (named := users_of(b)) is None:
-                    users[b] = [pos]
-                elif named[-1] != pos:
-                    named.append(pos)
-                else:
+                named = join(b, [])
+                if named and named[-1] == pos:
                     repeats.append(pos)
+                else:
+                    named.append(pos)
     return users, repeats
 
 
@@ -581,20 +568,14 @@ def _positions(keys: list[int | None]) -> dict[int, list[int]]:
     """Key → ascending positions where it occurs, keys in order of first use (None is no key).
     A key equal to the one before (the tiles of one operation) skips the lookup."""
     found: dict[Any, list[int]] = {}
-    found_at = found.get
+    join = found.setdefault
     last: int | None = None
     named: list[int] = []
     for pos, key in enumerate(keys):
-        if key == last:
-            named.append(pos)
-            continue
-        last = key
-        known = found_at(key)
-        if known is None:
-            named = found[key] = [pos]
-        else:
-            named = known
-            named.append(pos)
+        if key != last:
+            last = key
+            named = join(key, [])
+        named.append(pos)
     found.pop(None, None)
     return found
 

@@ -53,7 +53,7 @@ import attrs
 import z3
 
 from amkspec.ir import BufferKind, MegakernelProgram
-from amkspec.ir.graph import kahn_order
+from amkspec.ir.graph import kahn_order, kahn_walk
 from amkspec.ir.trace import Event, Trace
 from amkspec.proofs.reach import Reachability
 from amkspec.smt.encoding import Encoding, required_preds
@@ -585,19 +585,6 @@ def _topological(preds: list[list[int]]) -> Reachability | None:
 
 def _peel(succ: dict[int, list[tuple[int, str]]]) -> set[int]:
     """The largest set of tasks in which every task has a successor: what remains after removing
-    tasks without successors, again and again. Empty exactly when there is no cycle."""
-    count = {i: len(es) for i, es in succ.items()}
-    preds: dict[int, list[int]] = {i: [] for i in succ}
-    for i, es in succ.items():
-        for j, _ in es:
-            preds[j].append(i)
-    gone = deque(i for i, c in count.items() if c == 0)
-    left = set(succ)
-    while gone:
-        j = gone.popleft()
-        left.discard(j)
-        for i in preds[j]:
-            count[i] -= 1
-            if count[i] == 0:
-                gone.append(i)
-    return left
+    tasks without successors, again and again (Kahn's walk of the reversed edges,
+    :func:`amkspec.ir.graph.kahn_walk`). Empty exactly when there is no cycle (spec §2)."""
+    return set(succ).difference(kahn_walk(succ, ((j, i) for i, es in succ.items() for j, _ in es)))

@@ -12,6 +12,7 @@ from amkspec.ir import BufferKind, DType, InstructionKind, MegakernelProgram, Pr
 from amkspec.ir.graph import (
     dependency_edges,
     kahn_order,
+    kahn_walk,
     producers_by_counter,
     readers_by_buffer,
     successors,
@@ -82,6 +83,11 @@ def test_cycle_gives_none() -> None:
     prog.tasks[0].waits = [Wait(1, 1)]
     assert topological_order(prog) is None
     assert kahn_order([1, 2], [(1, 2), (2, 1)]) is None
+
+
+def test_kahn_walk_takes_no_node_on_or_behind_a_cycle() -> None:
+    # 2 and 3 form a cycle and 4 waits on 3: the walk takes the sources 1 and 5 only.
+    assert kahn_walk([1, 2, 3, 4, 5], [(1, 2), (2, 3), (3, 2), (3, 4)]) == [1, 5]
 
 
 def test_kahn_is_fifo_from_ascending_zero_indegree_ids() -> None:

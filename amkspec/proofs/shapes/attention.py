@@ -117,16 +117,16 @@ def _cache_ok(k: Operand, v: Operand, lead: tuple[int, ...], n_kv: int, hd: int)
 
 
 def _check_window(ctx: OpContext, k: Operand, max_seq: int) -> None:
-    kv_start = ctx.param("kv_start", 0)
-    kv_len = ctx.param("kv_len", max_seq)
-    if kv_start is None or kv_len is None:
-        return
-    if kv_start < 0 or kv_len < 0 or kv_start + kv_len > max_seq:
-        ctx.fail(
-            C.WINDOW_OUTSIDE_CACHE,
-            f"attends to positions [{kv_start}, {kv_start + kv_len}) of {k.name} which holds {max_seq}",
-            [k],
-        )
+    """The window ``[kv_start, kv_start + kv_len)`` lies inside the cache's ``max_seq`` rows."""
+    ctx.span(
+        C.WINDOW_OUTSIDE_CACHE,
+        ("kv_start", "kv_len"),
+        max_seq,
+        max_seq,
+        0,
+        lambda start, end: f"attends to positions [{start}, {end}) of {k.name} which holds {max_seq}",
+        k,
+    )
 
 
 def check_combine(ctx: OpContext) -> None:

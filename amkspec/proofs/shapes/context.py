@@ -124,6 +124,28 @@ class OpContext:
         """See :func:`int_param`."""
         return int_param(self.params, key, default)
 
+    def span(
+        self,
+        code: str,
+        params: tuple[str, str],
+        default: int | None,
+        limit: int,
+        least: int,
+        message: Callable[[int, int], str],
+        operand: Operand,
+    ) -> tuple[int, int] | None:
+        """The tile or window ``[start, end)`` that ``params`` (start, default 0; length, default
+        ``default``) name (spec §7), when it lies in ``[0, limit)`` with at least ``least``
+        elements; else None, with ``code`` and ``message(start, end)`` recorded when both are int32."""
+        start, count = self.param(params[0], 0), self.param(params[1], default)
+        if start is None or count is None:
+            return None
+        end = start + count
+        if start < 0 or count < least or end > limit:
+            self.fail(code, message(start, end), [operand])
+            return None
+        return start, end
+
     def fail(self, code: str, message: str, operands: Iterable[Operand] = ()) -> None:
         """Record a finding ``"<where> <message>"`` naming the task and the buffers involved."""
         buffers = [o.buffer for o in operands if o.buffer is not None]

@@ -153,18 +153,19 @@ def _check_quantized(ctx: OpContext, qdtype: int, k: int) -> None:
 
 def _tile(ctx: OpContext, n_rows: int, out: Operand, default_n: int | None = None) -> tuple[int, int] | None:
     """Check the column tile against out and the weight rows; return ``(n_off, end)`` when sane."""
-    n_off = ctx.param("n_off", 0)
-    n_tile = ctx.param("N_tile", n_rows if default_n is None else default_n)
-    if n_off is None or n_tile is None:
+    width = out.shape[-1]
+    tile = ctx.span(
+        C.TILE_OUTSIDE_OUTPUT,
+        ("n_off", "N_tile"),
+        n_rows if default_n is None else default_n,
+        width,
+        1,
+        lambda n_off, end: f"writes columns [{n_off}, {end}) of {out.name} whose last dim is {width}",
+        out,
+    )
+    if tile is None:
         return None
-    end, width = n_off + n_tile, out.shape[-1]
-    if n_off < 0 or n_tile <= 0 or end > width:
-        ctx.fail(
-            C.TILE_OUTSIDE_OUTPUT,
-            f"writes columns [{n_off}, {end}) of {out.name} whose last dim is {width}",
-            [out],
-        )
-        return None
+    n_off, end = tile
     w = ctx.inputs[1]
     if end > n_rows:
         ctx.fail(
@@ -179,16 +180,15 @@ def _check_row_tile(ctx: OpContext, out: Operand) -> None:
     the semantics and the footprint write every row whatever they say)."""
     if "m_off" not in ctx.params and "M_tile" not in ctx.params:
         return
-    m_off = ctx.param("m_off", 0)
-    m_tile = ctx.param("M_tile", out.rows)
-    if m_off is None or m_tile is None:
-        return
-    if m_off < 0 or m_tile <= 0 or m_off + m_tile > out.rows:
-        ctx.fail(
-            C.TILE_OUTSIDE_OUTPUT,
-            f"claims rows [{m_off}, {m_off + m_tile}) of {out.name} which has {out.rows} rows",
-            [out],
-        )
+    ctx.span(
+        C.TILE_OUTSIDE_OUTPUT,
+        ("m_off", "M_tile"),
+        out.rows,
+        out.rows,
+        1,
+        lambda m_off, end: f"claims rows [{m_off}, {end}) of {out.name} which has {out.rows} rows",
+        out,
+    )
 
 
 def check_dequant(ctx: OpContext) -> None:
