@@ -48,17 +48,23 @@ def _tile(
     return b.add_task(K.GEMV_TILE, [x, w], [out], out_counter=out_counter, params=params, label=label)
 
 
-def partial_join_race() -> MegakernelProgram:
-    """Two tiles signal one counter; the consumer waits for only one of them (spec §3.3)."""
+def _partial_join(h_kind: BufferKind, reads_h: bool, label: str, example: str) -> MegakernelProgram:
+    """Two tiles of ``h`` signal one counter; a COPY into ``y`` (of ``h``, or else of ``x``) waits
+    for only one of them: a partial join, which the all-join rule of spec §3.3 rejects."""
     b = ProgramBuilder()
     x, w = _start(b)
-    h = b.new_buffer("h", ACT, DType.F32, (1, 16))
+    h = b.new_buffer("h", h_kind, DType.F32, (1, 16))
     y = b.new_buffer("y", OUT, DType.F32, (1, 16))
     c = b.new_counter("tiles of h")
     _tile(b, x, w, h, 0, out_counter=c, label="tile0")
     _tile(b, x, w, h, 8, out_counter=c, label="tile1")
-    b.add_task(K.COPY, [h], [y], waits=[(c, 1)], label="consume")
-    return b.build(meta={"example": "partial-join read race"})
+    b.add_task(K.COPY, [h if reads_h else x], [y], waits=[(c, 1)], label=label)
+    return b.build(meta={"example": example})
+
+
+def partial_join_race() -> MegakernelProgram:
+    """Two tiles signal one counter; the consumer reads their output after only one (spec §3.3)."""
+    return _partial_join(ACT, True, "consume", "partial-join read race")
 
 
 def kv_race() -> MegakernelProgram:
@@ -158,15 +164,7 @@ def rule_only_partial_join() -> MegakernelProgram:
 
     The all-join rule (spec §3.3) rejects it, yet no execution misbehaves: a rule-only rejection.
     """
-    b = ProgramBuilder()
-    x, w = _start(b)
-    h = b.new_buffer("h", OUT, DType.F32, (1, 16))
-    y = b.new_buffer("y", OUT, DType.F32, (1, 16))
-    c = b.new_counter("tiles of h")
-    _tile(b, x, w, h, 0, out_counter=c, label="tile0")
-    _tile(b, x, w, h, 8, out_counter=c, label="tile1")
-    b.add_task(K.COPY, [x], [y], waits=[(c, 1)], label="early")
-    return b.build(meta={"example": "rule-only partial join"})
+    return _partial_join(OUT, False, "early", "rule-only partial join")
 
 
 EXAMPLES: dict[str, Callable[[], MegakernelProgram]] = {

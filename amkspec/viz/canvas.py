@@ -27,6 +27,7 @@ from amkspec.ir.atomic import write_atomic
 from amkspec.text import escape_line, escape_lines
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -125,3 +126,16 @@ def heading(fig: Figure, lines: list[str], top_in: float, total_in: float, gid: 
     fig.text(0.0, 1 - top_in / total_in, "\n".join(lines), va="top", ha="left",
              fontsize=7.5 if note else 10, style="italic" if note else "normal",
              weight="normal" if note else "bold", color=MUTED if note else INK, gid=gid)
+
+
+def arc_middle(a: tuple[float, float], b: tuple[float, float], rad: float) -> tuple[float, float]:
+    """The middle of matplotlib's ``arc3`` connection from ``a`` to ``b`` (it bends by ``rad`` times
+    the chord, turned left), in the coordinates of ``a`` and ``b``."""
+    return (a[0] + b[0]) / 2 + rad / 2 * (b[1] - a[1]), (a[1] + b[1]) / 2 - rad / 2 * (b[0] - a[0])
+
+
+def arc_label(ax: Axes, at: tuple[float, float], text: str, *, colour: str, size: float, pad: float,
+              zorder: int) -> None:
+    """``text`` centred at ``at`` on a white box: the label of an arc drawn below it."""
+    ax.text(*at, text, fontsize=size, color=colour, ha="center", va="center", zorder=zorder,
+            bbox={"boxstyle": f"round,pad={pad}", "facecolor": "white", "edgecolor": "none"})

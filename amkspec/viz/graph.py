@@ -305,21 +305,8 @@ class _Graph:
                 gid=self.gid("queue", a, b),
             )
         )
-        (x0, y0), (x1, y1) = ends
-        label_at = (  # the middle of the arc (arc3 bends by rad · the chord, turned left)
-            (x0 + x1) / 2 + BACK_RAD / 2 * (y1 - y0),
-            (y0 + y1) / 2 - BACK_RAD / 2 * (x1 - x0),
-        )
-        ax.text(
-            *label_at,
-            f"SM {self.ix.sms.get(a)} queue",
-            fontsize=6,
-            color=VIOLATION,
-            ha="center",
-            va="center",
-            zorder=4,
-            bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none"},
-        )
+        canvas.arc_label(ax, canvas.arc_middle(*ends, BACK_RAD), f"SM {self.ix.sms.get(a)} queue",
+                         colour=VIOLATION, size=6, pad=0.1, zorder=4)
 
     def _legend(self, fig: Figure) -> None:
         from matplotlib.lines import Line2D

@@ -375,45 +375,27 @@ class _Timeline:
                 gid=self.gid("task", task),
             )
 
-    def _read_arrow(self, ax: Axes, reader: int, writer: int) -> tuple[float, float]:
-        """The reader's start, joined to the writer it races with."""
+    def _violation_arrow(self, ax: Axes, a: tuple[float, float], b: tuple[float, float], style: str,
+                         scale: float) -> None:
+        """The red arrow from ``a`` to ``b`` that shows the violation."""
         from matplotlib.patches import FancyArrowPatch
 
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle=style, mutation_scale=scale, color=VIOLATION, lw=2,
+                                     zorder=6, gid=self.gid("violation")))
+
+    def _read_arrow(self, ax: Axes, reader: int, writer: int) -> tuple[float, float]:
+        """The reader's start, joined to the writer it races with."""
         x = self._x_of(reader)
         y0, y1 = self._lane_of(reader), self._lane_of(writer)
         dy = BAR_H / 2 if y1 > y0 else -BAR_H / 2
-        ax.add_patch(
-            FancyArrowPatch(
-                (x, y0 + dy),
-                (x, y1 - dy),
-                arrowstyle="<|-|>",
-                mutation_scale=10,
-                color=VIOLATION,
-                lw=2,
-                zorder=6,
-                gid=self.gid("violation"),
-            )
-        )
+        self._violation_arrow(ax, (x, y0 + dy), (x, y1 - dy), "<|-|>", 10)
         return x, (y0 + y1) / 2
 
     def _clobber_arrow(self, ax: Axes, clobberer: int, reader: int) -> tuple[float, float]:
         """From the clobbering write to the read that sees its data."""
-        from matplotlib.patches import FancyArrowPatch
-
         a = (self._span(clobberer)[1], float(self._lane_of(clobberer)))
         b = (self._x_of(reader), float(self._lane_of(reader)))
-        ax.add_patch(
-            FancyArrowPatch(
-                a,
-                b,
-                arrowstyle="-|>",
-                mutation_scale=12,
-                color=VIOLATION,
-                lw=2,
-                zorder=6,
-                gid=self.gid("violation"),
-            )
-        )
+        self._violation_arrow(ax, a, b, "-|>", 12)
         return (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
 
     def _overlap(self, ax: Axes, first: int, second: int) -> tuple[float, float] | None:
@@ -518,19 +500,8 @@ class _Timeline:
         )
         # the middle of the arc, in inches (y up), mapped back to data coordinates
         sx, sy = UNIT_IN, LANE_IN
-        ax_, ay, bx, by = a[0] * sx, -a[1] * sy, b[0] * sx, -b[1] * sy
-        mx, my = (ax_ + bx) / 2 + rad / 2 * (by - ay), (ay + by) / 2 - rad / 2 * (bx - ax_)
-        ax.text(
-            mx / sx,
-            -my / sy,
-            via,
-            fontsize=6.5,
-            color=colour,
-            ha="center",
-            va="center",
-            zorder=7,
-            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"},
-        )
+        mx, my = canvas.arc_middle((a[0] * sx, -a[1] * sy), (b[0] * sx, -b[1] * sy), rad)
+        canvas.arc_label(ax, (mx / sx, -my / sy), via, colour=colour, size=6.5, pad=0.15, zorder=7)
 
     # -- counters ---------------------------------------------------------------------------------
 
