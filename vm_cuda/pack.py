@@ -87,10 +87,6 @@ class _Scratch:
     code: int
 
 
-def _elem_bytes(code: int) -> float:
-    return 8.0 if code == layout.DT_F64 else DType(code).bits / 8
-
-
 def _torch_of(code: int) -> torch.dtype:
     return torch.float64 if code == layout.DT_F64 else torch_dtype(DType(code))
 

@@ -69,9 +69,9 @@ def successors(prog: MegakernelProgram) -> dict[int, list[int]]:
 
 def kahn_order(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[int] | None:
     """Kahn's algorithm as the reference runs it (spec §2): :func:`kahn_walk`, None on a cycle."""
-    node_list = sorted(set(nodes))
-    order = kahn_walk(node_list, edges)
-    return order if len(order) == len(node_list) else None
+    distinct = set(nodes)
+    order = kahn_walk(distinct, edges)
+    return order if len(order) == len(distinct) else None
 
 
 def kahn_walk(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[int]:
